@@ -1,0 +1,64 @@
+"""Relay-level value objects: a ``Run`` of the pipeline on one upstream change.
+
+``Run`` is what the store persists, what ``relay replay --json`` prints and what the dashboard
+JSON (``GET /api/v1/dashboard``) lists.  Stage and result shapes come from ``selection.models``
+and ``test_specs.results``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selection.models import StageStats
+from test_specs.results import OUTCOMES, TestResult
+
+Conclusion = Literal["success", "failure", "neutral"]
+Trigger = Literal["replay", "webhook"]
+
+
+class Run(BaseModel):
+    """One pipeline run of ``backend`` on the change ``base..head`` of ``upstream``.
+
+    ``stages`` holds the four selection stages' stats (the refinement stage counts the tests it
+    reran); ``results`` one ``TestResult`` per executed item; ``counts`` the number of results per
+    outcome (every outcome in ``test_specs.results.OUTCOMES`` present, zero included).
+    ``conclusion`` is ``failure`` when any result failed, crashed or timed out.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    backend: str = "spyre-sim"
+    upstream: str = "pytorch/pytorch"
+    base: str
+    head: str
+    title: str = ""
+    trigger: Trigger = "replay"
+    delivery_id: str | None = None
+    started_at: datetime
+    finished_at: datetime
+    universe: int = 0
+    selected: int = 0
+    conclusion: Conclusion
+    stages: list[StageStats] = Field(default_factory=list)
+    results: list[TestResult] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+
+    @staticmethod
+    def count_outcomes(results: list[TestResult]) -> dict[str, int]:
+        """Results per outcome, every known outcome present (zeros included)."""
+        counts = {o: 0 for o in OUTCOMES}
+        for r in results:
+            counts[r.outcome] += 1
+        return counts
+
+    @staticmethod
+    def conclude(results: list[TestResult]) -> Conclusion:
+        """``failure`` if any result failed, crashed or timed out; ``neutral`` if none ran."""
+        if not results:
+            return "neutral"
+        bad = {"failed", "crashed", "timed_out"}
+        return "failure" if any(r.outcome in bad for r in results) else "success"
