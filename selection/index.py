@@ -1,0 +1,138 @@
+"""Repository memory: the test → aten-op index, captured with ``TorchDispatchMode``.
+
+Each OpInfo spec item is run once on its sample inputs under a dispatch mode that records the
+schema name of every aten op reaching dispatch (``aten::_softmax``, …).  Inputs are moved to the
+device outside the mode, so the record holds the op's own aten calls, not data movement.  The
+index is cached as JSON per (torch version, device): a later build captures only new items.
+Items without a capture (ModuleInfo items, captures that failed) have no entry; the memory stage
+keeps them (fail soft).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from test_specs.items import SpecItem
+
+log = logging.getLogger(__name__)
+
+#: Ops that only move or allocate data; recorded captures drop them (every test has them).
+DATA_MOVEMENT = frozenset({"aten::_to_copy", "aten::copy_", "aten::empty_strided", "aten::empty",
+                           "aten::_copy_from", "aten::_copy_from_and_resize", "aten::lift_fresh",
+                           "aten::detach", "aten::alias", "aten::clone"})
+
+
+def _opinfo_table() -> dict[str, object]:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    table: dict[str, object] = {}
+    for op in op_db:
+        subject = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+        table.setdefault(subject, op)
+    return table
+
+
+def opinfo_generators() -> dict[str, frozenset[str]]:
+    """Sample/reference/error input generator name → OpInfo subjects that use it."""
+    gens: dict[str, set[str]] = {}
+    for subject, op in _opinfo_table().items():
+        for attr in ("sample_inputs_func", "reference_inputs_func", "error_inputs_func"):
+            fn = getattr(op, attr, None)
+            name = getattr(fn, "__name__", None)
+            if name and name.startswith(("sample_inputs_", "reference_inputs_", "error_inputs_")):
+                gens.setdefault(name, set()).add(subject)
+    return {k: frozenset(v) for k, v in gens.items()}
+
+
+def capture_ops(item: SpecItem, device: str, *, max_samples: int = 8) -> list[str]:
+    """The aten ops (sorted schema names) the item's op calls on ``device`` for its samples.
+
+    Runs at most ``max_samples`` OpInfo samples in ``item.dtype``; an op that raises (e.g. an
+    unsupported op on Spyre) is still recorded, because dispatch saw it before the kernel failed.
+    Raises ``KeyError`` if the item's OpInfo is not in the installed ``op_db``.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    op = _opinfo_table()[item.subject]
+    dtype = getattr(torch, item.dtype)
+    seen: set[str] = set()
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.add(func._schema.name)
+            return func(*args, **(kwargs or {}))
+
+    def move(x):
+        return x.to(device) if isinstance(x, torch.Tensor) else x
+
+    for n, sample in enumerate(op.sample_inputs("cpu", dtype)):
+        if n >= max_samples:
+            break
+        s = sample.transform(move) if device != "cpu" else sample
+        with Recorder():
+            try:
+                op(s.input, *s.args, **s.kwargs)
+            except Exception:  # the attempt is what we index, not the outcome
+                pass
+    return sorted(seen - DATA_MOVEMENT)
+
+
+class TestOpIndex:
+    """Test id → aten ops, with the reverse map; persisted as JSON in ``cache_dir``."""
+
+    __test__ = False
+
+    def __init__(self, entries: dict[str, list[str]]) -> None:
+        self.entries = entries
+        self.by_op: dict[str, set[str]] = {}
+        for test_id, ops in entries.items():
+            for op in ops:
+                self.by_op.setdefault(op, set()).add(test_id)
+
+    @property
+    def aten_ops(self) -> frozenset[str]:
+        return frozenset(self.by_op)
+
+    def tests_for(self, aten_ops: Iterable[str]) -> set[str]:
+        """Ids of tests that call any of ``aten_ops``."""
+        out: set[str] = set()
+        for op in aten_ops:
+            out |= self.by_op.get(op, set())
+        return out
+
+    @classmethod
+    def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> "TestOpIndex":
+        """Load the cached index for this torch and device, capture missing items, save.
+
+        ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  Items that are not
+        OpInfo items are skipped.  The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
+        """
+        import torch
+
+        if device == "spyre":
+            import spyre_backend  # noqa: F401  (registers the device)
+        path = None
+        entries: dict[str, list[str]] = {}
+        if cache_dir is not None:
+            path = Path(cache_dir) / f"op_index-{torch.__version__}-{device}.json"
+            if path.exists():
+                try:
+                    entries = json.loads(path.read_text())
+                except (OSError, ValueError) as exc:
+                    log.warning("ignoring unreadable op index cache %s: %s", path, exc)
+        missing = [i for i in items if i.op is not None and i.id not in entries]
+        if missing:
+            table = _opinfo_table()
+            for item in missing:
+                if item.subject in table:
+                    entries[item.id] = capture_ops(item, device)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(entries, sort_keys=True))
+                tmp.replace(path)
+        return cls(entries)

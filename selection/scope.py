@@ -1,0 +1,136 @@
+"""Stage 1 — scope: keep the upstream test areas a ChangeSet can matter to.
+
+Each changed path is mapped to areas by the first matching rule in ``RULES`` (globs over
+repository paths, which are also wheel paths for everything under ``torch/``).  Paths that
+change no runtime behaviour (docs, CI config, other devices' code) map to no area.  Changes to
+the test machinery every reused test goes through (OpInfo core, ``make_tensor``,
+``assert_close``) *widen* scope to every area the backend wants, because they can change any
+test's inputs or expectations; the rest of ``torch/testing/_internal`` (``common_utils``,
+``common_device_type``, …) is the ``testing`` area, which only upstream test files use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+
+from selection.profile import BackendProfile
+from selection.stage import Candidate, SelectionState
+
+WIDEN = "*"  # pseudo-area: every area the profile wants
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """``pattern`` (fnmatch glob over the repo path) → ``areas`` ("" areas = inert file)."""
+
+    pattern: str
+    areas: tuple[str, ...]
+    why: str
+
+
+RULES: tuple[PathRule, ...] = (
+    PathRule("docs/*", (), "documentation"),
+    PathRule("*.md", (), "documentation"),
+    PathRule("*.rst", (), "documentation"),
+    PathRule(".github/*", (), "CI configuration"),
+    PathRule(".ci/*", (), "CI configuration"),
+    PathRule(".circleci/*", (), "CI configuration"),
+    PathRule("*.dist-info/*", (), "packaging metadata"),
+    PathRule("torch/testing/_internal/opinfo/core.py", ("ops",), "OpInfo machinery every op test uses"),
+    PathRule("torch/testing/_internal/opinfo/utils.py", ("ops",), "OpInfo machinery every op test uses"),
+    PathRule("torch/testing/_internal/common_methods_invocations.py", ("ops",), "OpInfo definitions"),
+    PathRule("torch/testing/_internal/opinfo/*", ("ops",), "OpInfo definitions"),
+    PathRule("torch/testing/_internal/common_modules.py", ("modules",), "ModuleInfo definitions"),
+    PathRule("torch/testing/_internal/distributed/*", ("distributed",), "distributed test machinery"),
+    PathRule("torch/testing/_creation.py", (WIDEN,), "make_tensor, used by every sample input"),
+    PathRule("torch/testing/_comparison.py", (WIDEN,), "assert_close, used by every comparison"),
+    PathRule("torch/testing/_internal/*", ("testing",), "upstream test-file machinery"),
+    PathRule("torch/testing/*", ("testing",), "torch.testing"),
+    PathRule("torch/distributed/*", ("distributed",), "distributed"),
+    PathRule("torch/_dynamo/*", ("dynamo",), "dynamo"),
+    PathRule("torch/_inductor/*", ("inductor",), "inductor"),
+    PathRule("torch/cuda/*", ("cuda",), "CUDA runtime"),
+    PathRule("*/cuda/*", ("cuda",), "CUDA code"),
+    PathRule("*.cu", ("cuda",), "CUDA kernel"),
+    PathRule("*.cuh", ("cuda",), "CUDA kernel"),
+    PathRule("torch/lib/*cuda*", ("cuda",), "CUDA library"),
+    PathRule("torch/lib/*nccl*", ("distributed",), "NCCL library"),
+    PathRule("torch/mps/*", ("mps",), "MPS runtime"),
+    PathRule("*/mps/*", ("mps",), "MPS code"),
+    PathRule("torch/xpu/*", ("xpu",), "XPU runtime"),
+    PathRule("torch/utils/backend_registration.py", ("device",), "PrivateUse1 registration"),
+    PathRule("*PrivateUse1*", ("device",), "PrivateUse1 hooks"),
+    PathRule("torch/nn/modules/*", ("modules",), "nn modules"),
+    PathRule("torch/nn/functional.py", ("ops", "modules"), "nn.functional"),
+    PathRule("torch/nn/*", ("modules",), "nn"),
+    PathRule("torch/_refs/*", ("ops",), "Python references"),
+    PathRule("torch/_prims/*", ("ops",), "prims"),
+    PathRule("torch/_decomp/*", ("ops",), "decompositions"),
+    PathRule("torch/_meta_registrations.py", ("ops",), "meta kernels"),
+    PathRule("torch/_tensor.py", ("ops",), "Tensor methods"),
+    PathRule("torch/functional.py", ("ops",), "torch functions"),
+    PathRule("torch/_torch_docs.py", (), "documentation"),
+    PathRule("torch/_tensor_docs.py", (), "documentation"),
+    PathRule("aten/src/ATen/native/native_functions.yaml", ("ops",), "op schemas"),
+    PathRule("aten/src/ATen/native/*", ("ops",), "native kernels"),
+    PathRule("torch/include/ATen/*", ("ops",), "ATen headers"),
+    PathRule("aten/*", ("ops",), "ATen"),
+    PathRule("c10/*", ("ops",), "c10 core"),
+    PathRule("torch/lib/libtorch_cpu*", ("ops",), "CPU kernels (binary)"),
+    PathRule("torch/csrc/*", ("ops",), "C++ frontend"),
+    PathRule("test/*", (), "upstream test file (not reused by these specs)"),
+)
+
+
+def areas_of(path: str) -> tuple[tuple[str, ...], str] | None:
+    """The areas a changed ``path`` touches and the rule's reason; ``None`` when no rule matches."""
+    for rule in RULES:
+        if fnmatchcase(path, rule.pattern):
+            return rule.areas, rule.why
+    return None
+
+
+def item_area(candidate: Candidate) -> str:
+    """The area of a spec item: ``ops`` for OpInfo items, ``modules`` for ModuleInfo items."""
+    return "modules" if candidate.item.module is not None else "ops"
+
+
+class Scope:
+    """Stage 1: drop candidates whose area no changed file touches (or the profile declines)."""
+
+    name = "scope"
+
+    def __init__(self, profile: BackendProfile) -> None:
+        self.profile = profile
+
+    def count_in(self, state: SelectionState) -> int:
+        return len(state.candidates)
+
+    count_out = count_in
+
+    def run(self, state: SelectionState) -> SelectionState:
+        touched: dict[str, list[str]] = {}
+        notes: list[str] = []
+        unmatched = 0
+        for path in state.changeset.filenames:
+            hit = areas_of(path)
+            if hit is None:
+                unmatched += 1
+                continue
+            areas, why = hit
+            if WIDEN in areas:
+                areas = tuple(sorted(self.profile.areas - self.profile.excluded))
+                notes.append(f"{path}: {why} widens scope to {', '.join(areas)}")
+            for area in areas:
+                if self.profile.wants(area):
+                    touched.setdefault(area, []).append(path)
+        if unmatched:
+            notes.append(f"{unmatched} changed files match no scope rule (select nothing)")
+        kept = []
+        for cand in state.candidates:
+            paths = touched.get(item_area(cand))
+            if paths:
+                first = paths[0] + (f" (+{len(paths) - 1} more)" if len(paths) > 1 else "")
+                kept.append(cand.with_reason(f"scope: {item_area(cand)} touched by {first}"))
+        return replace(state, candidates=tuple(kept), notes=state.notes + tuple(notes))
