@@ -1,0 +1,184 @@
+"""The ``relay`` command line (design §3): serve, replay, select, changes, specs check.
+
+Human output (tables, progress) goes to stderr; ``--json`` output alone goes to stdout.  Bad
+input ends with a one-line message naming the file (and line where known) and exit code 2;
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Cross-repository CI relay and regression service for PyTorch backends.")
+specs_app = typer.Typer(no_args_is_help=True, help="Validate test specs.")
+app.add_typer(specs_app, name="specs")
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``message`` to stderr and exit with ``code`` (2 = bad input)."""
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _settings():
+    from pydantic import ValidationError
+
+    from relay.settings import get_settings
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        fail(f"configuration: RELAY_{str(first['loc'][0]).upper()}: {first['msg']}")
+
+
+def _read_change(ref: str):
+    from relay.inputs import InputError, load_changeset
+
+    try:
+        return load_changeset(ref)
+    except InputError as exc:
+        fail(str(exc))
+
+
+@app.command()
+def replay(
+    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
+    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files (default: the bundled specs).")] = None,
+    backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
+    device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
+    timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
+) -> None:
+    """Run the whole pipeline locally for one upstream change: select, run, store, report."""
+    from relay.pipeline import run_change
+    from relay.render import BarProgress, print_outcome
+
+    changeset = _read_change(ref)
+    settings = _settings().model_copy(update={"backend": backend})
+    progress = BarProgress(err)
+    try:
+        outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
+                             device=device, timeout_s=timeout)
+    finally:
+        progress.close()
+    skipped = sum(1 for t in outcome.selection.selected if t.mode == "skip")
+    print_outcome(err, outcome, skipped_by_selection=skipped)
+    if json_out:
+        sys.stdout.write(outcome.run.model_dump_json(indent=1, by_alias=True) + "\n")
+
+
+@app.command()
+def select(
+    diff: Annotated[Optional[str], typer.Option("--diff", help="Unified diff file, or - for stdin.")] = None,
+    files: Annotated[Optional[str], typer.Option("--files", help="GitHub PR-files JSON array.")] = None,
+    changes: Annotated[Optional[str], typer.Option("--changes", help="A ChangeSet JSON file.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the Selection as JSON on stdout.")] = False,
+    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files (default: the bundled specs).")] = None,
+    backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
+) -> None:
+    """Stages 1–3 only: print which tests a change selects, with reasons."""
+    from relay.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
+    from relay.pipeline import default_specs, load_items
+    from relay.render import stage_table
+    from selection.pipeline import Selector
+
+    given = [x for x in (diff, files, changes) if x is not None]
+    if len(given) != 1:
+        fail("give exactly one of --diff, --files, --changes")
+    try:
+        cs = (changeset_from_diff(diff) if diff is not None else
+              changeset_from_pr_files(files) if files is not None else load_changeset(changes))
+    except InputError as exc:
+        fail(str(exc))
+    settings = _settings()
+    items = load_items(spec or default_specs())
+    selector = Selector(items, profile=backend, cache_dir=settings.state_dir / "index")
+    selection = selector.select(cs)
+    if json_out:
+        sys.stdout.write(selection.model_dump_json(indent=1, by_alias=True) + "\n")
+        return
+    err.print(stage_table(selection))
+    for t in selection.selected[:50]:
+        err.print(f"{t.score:.2f} {t.mode:<17} {t.id}  [dim]{t.reasons[-1] if t.reasons else ''}[/dim]")
+    if len(selection.selected) > 50:
+        err.print(f"… {len(selection.selected) - 50} more (use --json for all)")
+
+
+@app.command()
+def changes(
+    src_from: Annotated[str, typer.Option("--from", help="Old wheel (.whl) or extracted tree.")],
+    src_to: Annotated[str, typer.Option("--to", help="New wheel (.whl) or extracted tree.")],
+    out: Annotated[Optional[Path], typer.Option(help="Write the ChangeSet here instead of stdout.")] = None,
+    title: Annotated[str, typer.Option(help="Title recorded in the ChangeSet.")] = "",
+) -> None:
+    """Build a ChangeSet (files and changed top-level symbols) from two wheels or trees."""
+    from relay.changes import ChangeSourceError, build_changeset
+
+    try:
+        cs = build_changeset(src_from, src_to, title=title)
+    except ChangeSourceError as exc:
+        fail(str(exc))
+    text = cs.model_dump_json(indent=1, exclude_none=True) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        err.print(f"wrote {out}: {len(cs.files)} files")
+
+
+@specs_app.command("check")
+def specs_check(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Spec files or directories.")] = None,
+    strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
+) -> None:
+    """Validate specs; print every error as file:line:col: message; exit 1 on any."""
+    from test_specs.loader import check_specs
+
+    targets: list[Path] = []
+    for p in paths or [Path(__file__).resolve().parent.parent / "test_specs" / "specs"]:
+        targets += sorted(p.rglob("*.yaml")) + sorted(p.rglob("*.yml")) if p.is_dir() else [p]
+    errors = check_specs(targets, strict=strict)
+    for e in errors:
+        typer.echo(e.format())
+    if errors:
+        err.print(f"{len(errors)} error(s) in {len(targets)} file(s)")
+        raise typer.Exit(1)
+    err.print(f"{len(targets)} spec file(s) OK")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+) -> None:
+    """Serve the relay (webhooks, callbacks, dashboard) under uvicorn."""
+    import uvicorn
+
+    from relay.app import create_app
+    from relay.errors import ConfigError
+
+    settings = _settings()
+    try:
+        settings.require_webhook_secret()
+        application = create_app(settings)
+    except ConfigError as exc:
+        fail(str(exc))
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+def main() -> None:  # pragma: no cover - console script entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

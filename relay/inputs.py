@@ -1,0 +1,95 @@
+"""Read a change from what users hand the CLI: a ChangeSet file, ``git diff`` output, or
+GitHub's PR-files JSON array.  Every failure is an ``InputError`` whose message names the source
+(and the line or JSON location), ready to print without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from selection.models import ChangedFile, ChangeSet
+
+
+class InputError(ValueError):
+    """A user-supplied change could not be read; the message says where and why."""
+
+
+def _read(source: str) -> tuple[str, str]:
+    """(text, display name); ``-`` reads standard input."""
+    if source == "-":
+        import sys
+
+        return sys.stdin.read(), "<stdin>"
+    path = Path(source)
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise InputError(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{source}: cannot read: {exc}") from None
+
+
+def _json(text: str, name: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+
+
+def _validation(name: str, exc: ValidationError) -> InputError:
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "<root>"
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return InputError(f"{name}: {loc}: {first['msg']}{more}")
+
+
+def load_changeset(source: str) -> ChangeSet:
+    """A ChangeSet from a JSON file in the design §4 shape (``-`` = stdin)."""
+    text, name = _read(source)
+    data = _json(text, name)
+    try:
+        return ChangeSet.model_validate(data)
+    except ValidationError as exc:
+        raise _validation(name, exc) from None
+
+
+def changeset_from_pr_files(source: str, *, base: str = "unknown", head: str = "unknown") -> ChangeSet:
+    """A ChangeSet from GitHub's ``GET /repos/{o}/{r}/pulls/{n}/files`` JSON array, as-is."""
+    text, name = _read(source)
+    data = _json(text, name)
+    if not isinstance(data, list):
+        raise InputError(f"{name}: expected a JSON array of PR files (GitHub's PR-files API shape)")
+    try:
+        files = [ChangedFile.model_validate(f) for f in data]
+    except ValidationError as exc:
+        raise _validation(name, exc) from None
+    return ChangeSet(base=base, head=head, files=files)
+
+
+def changeset_from_diff(source: str, *, base: str = "unknown", head: str = "unknown") -> ChangeSet:
+    """A ChangeSet from unified diff text (``git diff`` output), parsed with unidiff.
+
+    Each file keeps its patch text (hunks); ``symbols`` stays unknown (``None``) — selection
+    reads hunk headers when it needs symbols from a patch.
+    """
+    text, name = _read(source)
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise InputError(f"{name}: not a unified diff: {exc}") from None
+    if not patch and text.strip():
+        raise InputError(f"{name}: no file changes found in the diff")
+    files = []
+    for pf in patch:
+        status = "added" if pf.is_added_file else "removed" if pf.is_removed_file else "modified"
+        filename = pf.path
+        prev = pf.source_file[2:] if pf.is_rename and pf.source_file.startswith("a/") else None
+        body = "".join(str(h) for h in pf)
+        files.append(ChangedFile(filename=filename, status="renamed" if prev else status,
+                                 previous_filename=prev, patch=body or None))
+    return ChangeSet(base=base, head=head, files=files)

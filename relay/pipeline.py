@@ -1,0 +1,152 @@
+"""The main job: one upstream change through selection, execution, storage and reporting.
+
+``run_change`` is called once per change — by ``relay replay`` and by the delivery processor for
+a webhook — and does, in order:
+
+1. expand the specs into items and build the ``Selector`` (indexes cached in the state dir);
+2. stages 1–3 → a ``Selection``;
+3. run the selected non-skip items on the backend in a pytest subprocess (JUnit XML under the
+   run's work dir), reporting each result to ``progress`` as it finishes;
+4. stage 4 — rerun failures once, relabel failed-then-passed as flaky, propose spec edits;
+5. store the ``Run`` (SQLAlchemy; SQLite by default) and post it to the dashboard ingest route.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from relay.models import Run, Trigger
+from relay.settings import Settings
+from selection.models import ChangeSet, Selection
+from selection.pipeline import Selector, refine, to_selection
+from test_specs.items import SpecItem
+from test_specs.results import TestResult
+
+log = logging.getLogger(__name__)
+
+
+class Progress:
+    """Callbacks the pipeline makes while it works; the CLI draws a progress bar from them.
+
+    ``phase`` is called when a phase starts; ``total`` once with the number of tests to run;
+    ``result`` once per finished test (reruns included).
+    """
+
+    def phase(self, name: str) -> None: ...
+
+    def total(self, n: int) -> None: ...
+
+    def result(self, result: TestResult) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    """What ``run_change`` returns: the stored ``Run`` plus the selection and stage notes."""
+
+    run: Run
+    selection: Selection
+    notes: list[str] = field(default_factory=list)
+    proposals: list[str] = field(default_factory=list)
+    workdir: Path | None = None
+    report_error: str | None = None
+
+
+def default_specs() -> list[Path]:
+    """The spec files bundled in ``test_specs/specs``."""
+    from test_specs.expand import spec_paths_default
+
+    return list(spec_paths_default())
+
+
+def load_items(spec_paths: Sequence[Path]) -> list[SpecItem]:
+    """Every item the specs expand to (the selection universe), sorted by id."""
+    from test_specs.expand import expand
+
+    return list(expand(list(spec_paths)))
+
+
+def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
+                  progress: Progress, timeout_s: int) -> Callable[[Sequence[str]], list[TestResult]]:
+    """An executor running item ids in a fresh pytest subprocess per call (attempt dirs)."""
+    from test_specs.runner import run_items
+
+    attempt = 0
+
+    def execute(ids: Sequence[str]) -> list[TestResult]:
+        nonlocal attempt
+        attempt += 1
+        if not ids:
+            return []
+        sub = workdir / f"attempt-{attempt}"
+        sub.mkdir(parents=True, exist_ok=True)
+        return run_items(list(ids), list(spec_paths), workdir=sub, device=device,
+                         timeout_s=timeout_s, on_result=progress.result)
+
+    return execute
+
+
+def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "replay",
+               delivery_id: str | None = None, progress: Progress | None = None,
+               spec_paths: Sequence[Path] | None = None, device: str = "spyre",
+               timeout_s: int = 120, report: bool = True) -> RunOutcome:
+    """Run the whole pipeline for ``changeset`` and return the stored run.
+
+    Raises ``test_specs`` loader errors for broken specs; a failed dashboard post is logged and
+    returned in ``report_error`` (the run is already stored; the outbox issue retries later).
+    """
+    from relay.store.db import create_schema, make_engine, make_session_factory
+    from relay.store.runs import save_run
+
+    progress = progress or Progress()
+    started = datetime.now(timezone.utc)
+    run_id = uuid.uuid4().hex[:16]
+    workdir = settings.state_dir / "runs" / run_id
+    workdir.mkdir(parents=True, exist_ok=True)
+    specs = list(spec_paths) if spec_paths else default_specs()
+
+    progress.phase("expanding specs")
+    items = load_items(specs)
+    progress.phase("building indexes")
+    selector = Selector(items, profile=settings.backend, index_device=device,
+                        cache_dir=settings.state_dir / "index")
+    progress.phase("selecting")
+    state = selector.select_state(changeset)
+    selection = to_selection(state)
+    to_run = [t.id for t in selection.to_run]
+    progress.total(len(to_run))
+    progress.phase("running tests")
+    execute = make_executor(specs, workdir, device, progress, timeout_s)
+    results = execute(to_run)
+    progress.phase("refining")
+    state = refine(state, results, execute, proposal_dir=workdir)
+    final = list(state.results)
+    run = Run(id=run_id, backend=settings.backend, upstream=changeset.upstream,
+              base=changeset.base, head=changeset.head, title=changeset.title, trigger=trigger,
+              delivery_id=delivery_id, started_at=started, finished_at=datetime.now(timezone.utc),
+              universe=selection.universe, selected=len(to_run), conclusion=Run.conclude(final),
+              stages=list(state.stats), results=final, counts=Run.count_outcomes(final))
+    progress.phase("storing")
+    engine = make_engine(settings.database_url)
+    try:
+        create_schema(engine)
+        with make_session_factory(engine)() as session:
+            save_run(session, run)
+    finally:
+        engine.dispose()
+    outcome = RunOutcome(run=run, selection=selection, notes=list(state.notes),
+                         proposals=list(state.proposals), workdir=workdir)
+    if report:
+        progress.phase("reporting")
+        from relay.hud.client import post_results
+
+        try:
+            post_results(run, settings, event_type="replay" if trigger == "replay" else None)
+        except Exception as exc:  # noqa: BLE001 — the run is stored; reporting retries later
+            log.error("posting run %s to the dashboard failed: %s", run.id, exc)
+            outcome.report_error = str(exc)
+    return outcome
