@@ -1,0 +1,1 @@
+"""Tests of relay.changes (the ChangeSet builder)."""
