@@ -1,0 +1,61 @@
+"""``POST /api/crcr/results``: the dashboard ingest in CRCR's HUD body shape (design §5, §6).
+
+Answers: 201 ``{"status": "stored"}`` for a new job key, 200 ``{"status": "duplicate"}`` when
+the same (delivery_id, verified_repo, run_id, run_attempt, job_name) was posted before (stored
+once, newest body kept); 413 over 2 MB; 400 not JSON; 422 wrong shape (pydantic errors).
+"""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from relay.app.body import read_capped
+from relay.hud.models import HUD_BODY_CAP, HudBody
+from relay.store import store_hud_result
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/api/crcr/results", status_code=201)
+async def ingest_results(request: Request) -> JSONResponse:
+    """Validate and store one HUD body; see the module docstring for the answers."""
+    metrics = request.app.state.metrics.hud_results
+    try:
+        raw = await read_capped(request, HUD_BODY_CAP)
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise HTTPException(400, f"body is not valid JSON: {exc}") from None
+    except HTTPException as exc:
+        metrics.labels("rejected").inc()
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+    try:
+        body = HudBody.model_validate(data)
+    except ValidationError as exc:
+        metrics.labels("rejected").inc()
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    wf = body.untrusted.callback_payload.workflow
+
+    def _store() -> bool:
+        with request.app.state.session_factory() as session:
+            return store_hud_result(
+                session,
+                delivery_id=body.untrusted.callback_payload.delivery_id,
+                repo=body.trusted.verified_repo, run_id=str(wf.run_id),
+                attempt=wf.run_attempt, job_name=wf.job_name or "", status=wf.status,
+                conclusion=wf.conclusion, body=body.model_dump(mode="json"))
+
+    new = await run_in_threadpool(_store)
+    metrics.labels("stored" if new else "duplicate").inc()
+    if new:
+        return JSONResponse({"status": "stored"}, status_code=201)
+    return JSONResponse({"status": "duplicate"}, status_code=200)

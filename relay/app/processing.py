@@ -1,0 +1,130 @@
+"""Processing one stored delivery after the webhook was acknowledged.
+
+``process_delivery`` is what the task queue calls, once per submission: it claims the row
+(``received`` → ``processing``; a delivery already claimed is skipped, so duplicates run
+once), calls the injected *processor*, saves the ``Run`` it returns, marks the delivery
+``processed`` — or ``failed`` with the error text, never losing it — and finally reports the
+run to the dashboard (a reporting failure is logged; the delivery stays ``processed``).
+
+A *processor* is ``Callable[[Delivery, Settings], Run | None]``; ``default_processor``
+dispatches on the event name to small functions taking pydantic models (Zuul's
+``GithubEventProcessor`` habit):
+
+* ``pull_request`` (actions opened/reopened/synchronize/labeled): files from the PR files API
+  (``settings.github_api_url``), then ``relay.pipeline.run_change``;
+* ``push``: files from the payload's commits lists (branch deletions skipped);
+* anything else: nothing to do (``None``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from relay.github.client import GitHubClient
+from relay.github.webhooks import (
+    PR_ACTIONS,
+    Delivery,
+    PullRequestEvent,
+    PushEvent,
+    push_changeset,
+)
+from relay.models import Run
+from relay.settings import Settings
+from relay.store import claim_delivery, load_delivery, mark_delivery, save_run
+from selection.models import ChangeSet
+
+__all__ = ["Processor", "default_processor", "process_delivery", "on_pull_request", "on_push",
+           "HANDLERS"]
+
+log = logging.getLogger(__name__)
+
+Processor = Callable[[Delivery, Settings], "Run | None"]
+_ZERO_SHA = "0" * 40
+
+
+def _run_change(changeset: ChangeSet, settings: Settings, delivery: Delivery) -> Run:
+    """``relay.pipeline.run_change`` with reporting left to ``process_delivery``; accepts a
+    ``RunOutcome`` (its ``.run``) or a bare ``Run`` as the result."""
+    from relay.pipeline import run_change  # lazy: the pipeline is a separate, heavier module
+
+    result = run_change(changeset, settings=settings, trigger="webhook", delivery_id=delivery.id,
+                        report=False)
+    return getattr(result, "run", result)
+
+
+def on_pull_request(delivery: Delivery, settings: Settings) -> Run | None:
+    """Run the pipeline on a PR's new head; other actions (closed, edited, ...) do nothing."""
+    event = PullRequestEvent.model_validate(delivery.payload)
+    if event.action not in PR_ACTIONS:
+        log.info("delivery %s: pull_request action %r ignored", delivery.id, event.action)
+        return None
+    pr = event.pull_request
+    repo = event.repository.full_name
+    with GitHubClient.from_settings(settings) as github:
+        files = github.list_pr_files(repo, event.number)
+    changeset = ChangeSet(upstream=repo, base=pr.base.sha, head=pr.head.sha, title=pr.title,
+                          labels=[label.name for label in pr.labels], files=files)
+    return _run_change(changeset, settings, delivery)
+
+
+def on_push(delivery: Delivery, settings: Settings) -> Run | None:
+    """Run the pipeline on ``before..after`` of a push; branch creations/deletions skipped."""
+    event = PushEvent.model_validate(delivery.payload)
+    if event.deleted or event.after == _ZERO_SHA or event.before == _ZERO_SHA:
+        log.info("delivery %s: push creating/deleting %s ignored", delivery.id, event.ref)
+        return None
+    return _run_change(push_changeset(event), settings, delivery)
+
+
+HANDLERS: dict[str, Processor] = {"pull_request": on_pull_request, "push": on_push}
+
+
+def default_processor(delivery: Delivery, settings: Settings) -> Run | None:
+    """Dispatch ``delivery`` to ``HANDLERS[delivery.event]``; ``None`` for other events."""
+    handler = HANDLERS.get(delivery.event)
+    return handler(delivery, settings) if handler is not None else None
+
+
+def process_delivery(
+    delivery_id: str,
+    *,
+    session_factory: sessionmaker[Session],
+    settings: Settings,
+    processor: Processor,
+    metrics: Any = None,
+    report: Callable[[Run, Delivery], None] | None = None,
+) -> str | None:
+    """Process one stored delivery; returns the final status, or ``None`` if it was not
+    claimable (unknown id or already claimed).  Never raises for a processor error."""
+    with session_factory() as session:
+        if not claim_delivery(session, delivery_id):
+            log.info("delivery %s not claimable (unknown or already taken)", delivery_id)
+            return None
+        delivery = load_delivery(session, delivery_id)
+    assert delivery is not None
+    run: Run | None = None
+    try:
+        run = processor(delivery, settings)
+        if run is not None:
+            with session_factory() as session:
+                save_run(session, run)
+        status, error = "processed", None
+    except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
+        log.exception("delivery %s failed", delivery_id)
+        status, error = "failed", f"{type(exc).__name__}: {exc}"[:10_000]
+    with session_factory() as session:
+        mark_delivery(session, delivery_id, status, error)
+    if metrics is not None:
+        from relay.app.metrics import event_label
+
+        metrics.processed.labels(event_label(delivery.event), status).inc()
+    if run is not None and report is not None:
+        try:
+            report(run, delivery)
+        except Exception:  # noqa: BLE001 - HudError or a bug: reporting never fails the delivery
+            log.exception("reporting run %s of delivery %s failed", run.id, delivery_id)
+    return status

@@ -1,0 +1,114 @@
+"""Exceptions raised by the relay service layers (settings, webhooks, store, GitHub, HUD).
+
+Hierarchy (every class is importable from here; catch ``RelayError`` for "anything of ours")::
+
+    RelayError
+    ├── ConfigError                  settings unusable for the requested role (e.g. serve
+    │                                without a webhook secret)
+    ├── SignatureError               webhook ``X-Hub-Signature-256`` rejected; ``status_code``
+    │   ├── SignatureHeaderError     400: header missing or malformed
+    │   │   ├── SignatureMissing
+    │   │   └── SignatureMalformed
+    │   └── SignatureMismatch        401: well-formed but the HMAC does not match
+    ├── StoreError                   persistence problems
+    │   └── RunNotFound              ``load_run`` for an unknown id
+    ├── GitHubError                  GitHub REST problems
+    │   └── GitHubAPIError           non-2xx answer after retries; ``status_code``, ``url``
+    └── HudError                     dashboard (HUD) reporting problems
+        ├── HudBodyTooLarge          body over the 2 MB CRCR cap
+        └── HudPostError             non-2xx answer after retries; ``status_code``
+
+Status codes follow GitHub's webhook guidance (a bad/missing signature must be rejected before
+the payload is parsed) and design §5 (400 missing/malformed, 401 wrong).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RelayError",
+    "ConfigError",
+    "SignatureError",
+    "SignatureHeaderError",
+    "SignatureMissing",
+    "SignatureMalformed",
+    "SignatureMismatch",
+    "StoreError",
+    "RunNotFound",
+    "GitHubError",
+    "GitHubAPIError",
+    "HudError",
+    "HudBodyTooLarge",
+    "HudPostError",
+]
+
+
+class RelayError(Exception):
+    """Base class of every exception the relay raises on purpose."""
+
+
+class ConfigError(RelayError):
+    """Settings are missing or unusable for the requested role."""
+
+
+class SignatureError(RelayError):
+    """A webhook signature was rejected; ``status_code`` is the HTTP answer to give."""
+
+    status_code = 400
+
+
+class SignatureHeaderError(SignatureError):
+    """``X-Hub-Signature-256`` is missing or not ``sha256=<64 hex digits>`` (HTTP 400)."""
+
+    status_code = 400
+
+
+class SignatureMissing(SignatureHeaderError):
+    """No ``X-Hub-Signature-256`` header (HTTP 400)."""
+
+
+class SignatureMalformed(SignatureHeaderError):
+    """The header is present but not of the form ``sha256=<hex>`` (HTTP 400)."""
+
+
+class SignatureMismatch(SignatureError):
+    """The header is well-formed but the HMAC-SHA256 of the body differs (HTTP 401)."""
+
+    status_code = 401
+
+
+class StoreError(RelayError):
+    """A persistence operation failed."""
+
+
+class RunNotFound(StoreError, KeyError):
+    """No run with the requested id is stored."""
+
+
+class GitHubError(RelayError):
+    """A GitHub REST call failed."""
+
+
+class GitHubAPIError(GitHubError):
+    """GitHub answered with a non-2xx status (after retries for 5xx/429)."""
+
+    def __init__(self, status_code: int, url: str, message: str = "") -> None:
+        super().__init__(f"GitHub API {status_code} for {url}: {message[:200]}")
+        self.status_code = status_code
+        self.url = url
+
+
+class HudError(RelayError):
+    """Reporting results to the dashboard failed."""
+
+
+class HudBodyTooLarge(HudError):
+    """The serialized HUD body exceeds the 2 MB cap of CRCR's results endpoint."""
+
+
+class HudPostError(HudError):
+    """The dashboard answered with a non-2xx status (after retries for 5xx)."""
+
+    def __init__(self, status_code: int, url: str, message: str = "") -> None:
+        super().__init__(f"dashboard {status_code} for {url}: {message[:200]}")
+        self.status_code = status_code
+        self.url = url

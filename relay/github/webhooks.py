@@ -1,0 +1,152 @@
+"""Typed views of the GitHub webhook payload parts the relay reads, and the ``Delivery`` object.
+
+Vendor JSON becomes our own typed event at the edge (Zuul's ``GithubEventProcessor`` habit).
+Field sources: GitHub docs, "Webhook events and payloads" — ``pull_request`` carries
+``action``, ``number``, ``pull_request.{head.sha, base.sha, base.ref, labels, merged, title}``
+and no file list (fetch it from the PR files API); ``push`` carries ``before``, ``after``,
+``ref`` and ``commits[]`` with ``added``/``removed``/``modified`` path lists.  Unknown keys are
+ignored everywhere so new GitHub fields never break intake.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selection.models import ChangedFile, ChangeSet
+
+__all__ = [
+    "Delivery",
+    "Repository",
+    "Label",
+    "Ref",
+    "PullRequest",
+    "PullRequestEvent",
+    "PushCommit",
+    "PushEvent",
+    "PingEvent",
+    "HANDLED_EVENTS",
+    "PR_ACTIONS",
+    "push_changeset",
+]
+
+#: Events the relay processes; others are recorded as ``ignored`` (design §5).
+HANDLED_EVENTS = frozenset({"pull_request", "push", "check_run", "ping"})
+#: ``pull_request`` actions that start a run (a new head or a label that may enable L3 checks).
+PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "labeled"})
+
+_IGNORE = ConfigDict(extra="ignore", frozen=True)
+
+
+class Delivery(BaseModel):
+    """One stored webhook delivery: headers we keep plus the parsed JSON body.
+
+    ``id`` is ``X-GitHub-Delivery`` (a GUID, identical on redelivery), ``event`` is
+    ``X-GitHub-Event``, ``hook_id`` is ``X-GitHub-Hook-ID``; ``payload`` is the body as a dict.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    event: str
+    action: str | None = None
+    hook_id: str | None = None
+    received_at: datetime
+    payload: dict[str, Any]
+
+
+class Repository(BaseModel):
+    model_config = _IGNORE
+    full_name: str
+
+
+class Label(BaseModel):
+    model_config = _IGNORE
+    name: str
+
+
+class Ref(BaseModel):
+    """``pull_request.head`` / ``pull_request.base``: a commit sha on a branch."""
+
+    model_config = _IGNORE
+    sha: str
+    ref: str = ""
+
+
+class PullRequest(BaseModel):
+    model_config = _IGNORE
+    number: int | None = None
+    title: str = ""
+    head: Ref
+    base: Ref
+    labels: list[Label] = Field(default_factory=list)
+    merged: bool | None = None
+
+
+class PullRequestEvent(BaseModel):
+    """The ``pull_request`` webhook payload (the parts we read)."""
+
+    model_config = _IGNORE
+    action: str
+    number: int
+    pull_request: PullRequest
+    repository: Repository
+    label: Label | None = None
+
+
+class PushCommit(BaseModel):
+    model_config = _IGNORE
+    id: str = ""
+    added: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    modified: list[str] = Field(default_factory=list)
+
+
+class PushEvent(BaseModel):
+    """The ``push`` webhook payload (the parts we read); ``commits`` holds at most 2,048 entries."""
+
+    model_config = _IGNORE
+    ref: str
+    before: str
+    after: str
+    commits: list[PushCommit] = Field(default_factory=list)
+    repository: Repository
+    deleted: bool = False
+
+
+class PingEvent(BaseModel):
+    """The ``ping`` payload sent when a hook is created."""
+
+    model_config = _IGNORE
+    zen: str = ""
+    hook_id: int | None = None
+
+
+def push_changeset(event: PushEvent) -> ChangeSet:
+    """A ``ChangeSet`` for ``before..after`` built from the commits' path lists.
+
+    A path's final status is taken from the last commit touching it, except that a path added
+    earlier in the same push stays ``added`` when later modified, and a path added then removed
+    is dropped.  No ``patch`` text: push payloads carry none.
+    """
+    status: dict[str, str] = {}
+    for commit in event.commits:
+        for path in commit.added:
+            status[path] = "added"
+        for path in commit.modified:
+            status[path] = "added" if status.get(path) == "added" else "modified"
+        for path in commit.removed:
+            if status.get(path) == "added":
+                del status[path]
+            else:
+                status[path] = "removed"
+    files = [ChangedFile(filename=p, status=s) for p, s in sorted(status.items())]  # type: ignore[arg-type]
+    return ChangeSet(
+        upstream=event.repository.full_name,
+        base=event.before,
+        head=event.after,
+        title=f"push to {event.ref}",
+        files=files,
+    )

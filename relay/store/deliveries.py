@@ -1,0 +1,127 @@
+"""Webhook deliveries: insert-once (dedup by the UNIQUE ``delivery_id``), claim, mark, recover.
+
+Lifecycle: ``received`` → ``processing`` → ``processed`` | ``failed``; events the relay does not
+handle are stored directly as ``ignored``.  GitHub reuses ``X-GitHub-Delivery`` on redelivery,
+so the UNIQUE constraint is the dedup: a second insert raises ``IntegrityError`` and is reported
+as a duplicate (this is race-free across threads and processes).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timezone
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from relay.github.webhooks import Delivery
+from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, utcnow
+
+__all__ = [
+    "insert_delivery",
+    "get_delivery",
+    "load_delivery",
+    "claim_delivery",
+    "mark_delivery",
+    "pending_deliveries",
+    "reset_stale_processing",
+]
+
+
+def insert_delivery(
+    session: Session,
+    *,
+    delivery_id: str,
+    event: str,
+    payload: str,
+    action: str | None = None,
+    hook_id: str | None = None,
+    status: str = "received",
+) -> bool:
+    """Insert and COMMIT one delivery; ``False`` (after rollback) if the id is already stored.
+
+    ``payload`` is the raw JSON body text, stored verbatim.  Relies on the UNIQUE constraint,
+    not on a prior SELECT, so concurrent redeliveries cannot both be inserted.
+    """
+    if status not in DELIVERY_STATUSES:
+        raise ValueError(f"unknown delivery status {status!r}")
+    session.add(DeliveryRecord(delivery_id=delivery_id, event=event, action=action,
+                               hook_id=hook_id, payload=payload, status=status,
+                               received_at=utcnow(),
+                               processed_at=utcnow() if status in ("processed", "ignored") else None))
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def get_delivery(session: Session, delivery_id: str) -> DeliveryRecord | None:
+    """The stored row for ``delivery_id`` or ``None``."""
+    return session.scalar(select(DeliveryRecord).where(DeliveryRecord.delivery_id == delivery_id))
+
+
+def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
+    """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``."""
+    row = get_delivery(session, delivery_id)
+    if row is None:
+        return None
+    received = row.received_at
+    if received.tzinfo is None:
+        received = received.replace(tzinfo=timezone.utc)
+    return Delivery(id=row.delivery_id, event=row.event, action=row.action, hook_id=row.hook_id,
+                    received_at=received, payload=json.loads(row.payload))
+
+
+def claim_delivery(session: Session, delivery_id: str) -> bool:
+    """Atomically move ``received`` → ``processing`` and commit; ``False`` if not ``received``.
+
+    This is what makes a delivery processed once even when it is submitted twice (restart
+    recovery racing a fresh submit, or two workers).
+    """
+    result = session.execute(
+        update(DeliveryRecord)
+        .where(DeliveryRecord.delivery_id == delivery_id, DeliveryRecord.status == "received")
+        .values(status="processing")
+    )
+    session.commit()
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+def mark_delivery(session: Session, delivery_id: str, status: str, error: str | None = None) -> None:
+    """Set ``status`` (one of ``DELIVERY_STATUSES``) and ``error`` text, stamp ``processed_at``
+    for final states, and commit."""
+    if status not in DELIVERY_STATUSES:
+        raise ValueError(f"unknown delivery status {status!r}")
+    final = status in ("processed", "ignored", "failed")
+    session.execute(
+        update(DeliveryRecord)
+        .where(DeliveryRecord.delivery_id == delivery_id)
+        .values(status=status, error=error, processed_at=utcnow() if final else None)
+    )
+    session.commit()
+
+
+def pending_deliveries(session: Session) -> list[str]:
+    """Ids of deliveries still ``received``, oldest first (for restart recovery)."""
+    rows = session.scalars(
+        select(DeliveryRecord.delivery_id)
+        .where(DeliveryRecord.status == "received")
+        .order_by(DeliveryRecord.id)
+    )
+    return list(rows)
+
+
+def reset_stale_processing(session: Session) -> int:
+    """Move ``processing`` rows back to ``received`` and commit; returns how many.
+
+    Only safe when no worker is running (in-process mode at startup): a delivery left
+    ``processing`` then was interrupted by a crash or shutdown.
+    """
+    result = session.execute(
+        update(DeliveryRecord).where(DeliveryRecord.status == "processing").values(status="received")
+    )
+    session.commit()
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

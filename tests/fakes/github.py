@@ -1,0 +1,144 @@
+"""A fake GitHub: REST endpoints we call (PR files, compare) and a webhook sender.
+
+The REST app is real HTTP (served by ``tests.fakes.live.LiveServer``) with GitHub's paging
+rules: ``per_page`` (default 30, max 100), ``page`` (from 1), ``Link`` header with ``rel="next"``
+and ``rel="last"``, at most 3,000 files per PR.  Deliveries are signed with the production
+``relay.github.signing.sign`` (Zuul's ``tests/fakegithub.py`` habit).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from relay.github.signing import sign
+
+__all__ = ["FakeGitHub", "WebhookSender", "pr_files", "pull_request_payload", "push_payload"]
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+
+
+@dataclass
+class FakeGitHub:
+    """State of the fake: ``pulls[(repo, number)]`` file lists, ``compares[(repo, base, head)]``,
+    ``fail_with`` (statuses answered, one per request, before normal service), ``seen``."""
+
+    pulls: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    compares: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    fail_with: list[int] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+
+    def add_pull(self, repo: str, number: int, files: list[dict[str, Any]]) -> None:
+        self.pulls[(repo, number)] = files
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        def _record(request: Request) -> JSONResponse | None:
+            self.seen.append(Seen(request.method, request.url.path, dict(request.query_params),
+                                  {k.lower(): v for k, v in request.headers.items()}))
+            if self.fail_with:
+                status = self.fail_with.pop(0)
+                return JSONResponse({"message": "fake failure"}, status_code=status)
+            return None
+
+        @app.get("/repos/{owner}/{name}/pulls/{number}/files")
+        def pr_files_route(owner: str, name: str, number: int, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            files = self.pulls.get((f"{owner}/{name}", number))
+            if files is None:
+                return JSONResponse({"message": "Not Found"}, status_code=404)
+            files = files[:3000]
+            per_page = min(int(request.query_params.get("per_page", 30)), 100)
+            page = max(int(request.query_params.get("page", 1)), 1)
+            last = max(1, -(-len(files) // per_page))
+            body = files[(page - 1) * per_page: page * per_page]
+            links = []
+            if page < last:
+                nxt = request.url.include_query_params(per_page=per_page, page=page + 1)
+                links.append(f'<{nxt}>; rel="next"')
+                end = request.url.include_query_params(per_page=per_page, page=last)
+                links.append(f'<{end}>; rel="last"')
+            headers = {"Link": ", ".join(links)} if links else {}
+            return JSONResponse(body, headers=headers)
+
+        @app.get("/repos/{owner}/{name}/compare/{basehead}")
+        def compare_route(owner: str, name: str, basehead: str, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            base, _, head = basehead.partition("...")
+            files = self.compares.get((f"{owner}/{name}", base, head))
+            if files is None:
+                return JSONResponse({"message": "Not Found"}, status_code=404)
+            return JSONResponse({"status": "ahead", "files": files[:300], "commits": []})
+
+        return app
+
+
+def pr_files(n: int, prefix: str = "torch/_refs/f") -> list[dict[str, Any]]:
+    """``n`` PR-files entries in GitHub's shape (with keys we ignore, like ``sha``)."""
+    return [{"sha": f"{i:040x}", "filename": f"{prefix}{i}.py", "status": "modified",
+             "additions": 1, "deletions": 0, "changes": 1,
+             "patch": "@@ -1 +1 @@\n-x\n+y"} for i in range(n)]
+
+
+def pull_request_payload(repo: str = "pytorch/pytorch", number: int = 7, *, action: str = "opened",
+                         base: str = "b" * 40, head: str = "a" * 40, title: str = "Fix softmax",
+                         labels: tuple[str, ...] = ("module: nn",)) -> dict[str, Any]:
+    """A ``pull_request`` payload with the parts the relay reads (plus a few it ignores)."""
+    return {
+        "action": action, "number": number,
+        "pull_request": {"number": number, "title": title, "state": "open", "merged": False,
+                         "head": {"sha": head, "ref": "feature"},
+                         "base": {"sha": base, "ref": "main"},
+                         "labels": [{"name": n, "color": "ededed"} for n in labels]},
+        "repository": {"full_name": repo, "id": 65600975},
+        "sender": {"login": "octocat"},
+    }
+
+
+def push_payload(repo: str = "pytorch/pytorch", *, before: str = "c" * 40, after: str = "d" * 40,
+                 commits: list[dict[str, list[str]]] | None = None) -> dict[str, Any]:
+    """A ``push`` payload; ``commits`` entries hold ``added``/``removed``/``modified`` lists."""
+    return {"ref": "refs/heads/main", "before": before, "after": after, "deleted": False,
+            "commits": [{"id": f"{i:040x}", **c} for i, c in enumerate(commits or [])],
+            "repository": {"full_name": repo}}
+
+
+class WebhookSender:
+    """Sends deliveries to a relay the way GitHub does, signed with the production signer."""
+
+    def __init__(self, relay_url: str, secret: str) -> None:
+        self.url = relay_url.rstrip("/") + "/webhooks/github"
+        self.secret = secret
+        self.client = httpx.Client(timeout=30.0)
+
+    def send(self, event: str, payload: Any, *, delivery_id: str | None = None,
+             body: bytes | None = None, signature: str | None = None,
+             headers: dict[str, str] | None = None, sign_it: bool = True) -> httpx.Response:
+        """POST one delivery; ``body`` overrides the JSON encoding of ``payload``;
+        ``signature`` overrides the computed one; ``sign_it=False`` sends no signature."""
+        data = body if body is not None else json.dumps(payload).encode()
+        hdrs = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake",
+                "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+                "X-GitHub-Hook-ID": "424242"}
+        if sign_it:
+            hdrs["X-Hub-Signature-256"] = signature or sign(data, self.secret)
+        hdrs.update(headers or {})
+        return self.client.post(self.url, content=data, headers=hdrs)
+
+    def close(self) -> None:
+        self.client.close()

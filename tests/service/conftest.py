@@ -1,0 +1,96 @@
+"""Fixtures for the service tests: settings on a temp SQLite file, a recording processor, a
+relay served on loopback with a webhook sender, and a fake GitHub."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+
+from relay.app import create_app
+from relay.github.webhooks import Delivery
+from relay.settings import Settings
+from tests.fakes.github import FakeGitHub, WebhookSender
+from tests.fakes.live import LiveServer
+
+SECRET = "test-webhook-secret-0123456789"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / 'relay.db'}",
+                    state_dir=tmp_path)
+
+
+@dataclass
+class Recorder:
+    """A processor that records the deliveries it is given (and can be told to fail)."""
+
+    calls: list[Delivery] = field(default_factory=list)
+    fail: Exception | None = None
+    event: threading.Event = field(default_factory=threading.Event)
+
+    def __call__(self, delivery: Delivery, settings: Settings) -> None:
+        self.calls.append(delivery)
+        self.event.set()
+        if self.fail is not None:
+            raise self.fail
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.calls) < n:
+            assert time.monotonic() < deadline, f"expected {n} processor calls, got {len(self.calls)}"
+            time.sleep(0.01)
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@dataclass
+class Relay:
+    app: FastAPI
+    server: LiveServer
+    sender: WebhookSender
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def drain(self, timeout: float = 10.0) -> None:
+        """Wait until the in-process queue has handled every submitted delivery."""
+        assert self.app.state.queue.join(timeout), "task queue did not drain"
+
+
+@pytest.fixture
+def start_relay(live_server: Callable[[Any], LiveServer]) -> Iterator[Callable[..., Relay]]:
+    senders: list[WebhookSender] = []
+
+    def start(settings: Settings, **kwargs: Any) -> Relay:
+        app = create_app(settings, **kwargs)
+        server = live_server(app)
+        sender = WebhookSender(server.url, SECRET)
+        senders.append(sender)
+        return Relay(app, server, sender)
+
+    yield start
+    for s in senders:
+        s.close()
+
+
+@pytest.fixture
+def relay(start_relay: Callable[..., Relay], settings: Settings, recorder: Recorder) -> Relay:
+    return start_relay(settings, processor=recorder, report=False)
+
+
+@pytest.fixture
+def fake_github(live_server: Callable[[Any], LiveServer]) -> tuple[FakeGitHub, str]:
+    fake = FakeGitHub()
+    return fake, live_server(fake.app()).url

@@ -1,0 +1,64 @@
+"""Settings validation and the webhook signer."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from relay.app import create_app
+from relay.errors import ConfigError, SignatureMalformed, SignatureMismatch, SignatureMissing
+from relay.github.signing import sign, verify
+from relay.settings import get_settings
+
+
+def test_github_docs_test_vector() -> None:
+    # GitHub docs, "Validating webhook deliveries": this secret and payload give this digest.
+    assert sign(b"Hello, World!", "It's a Secret to Everybody") == (
+        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
+
+
+def test_verify_errors() -> None:
+    body, secret = b'{"a": 1}', "s3cr3t-value"
+    verify(body, secret, sign(body, secret))
+    verify(body, secret, sign(body, secret).upper().replace("SHA256=", "sha256="))
+    with pytest.raises(SignatureMissing):
+        verify(body, secret, None)
+    with pytest.raises(SignatureMalformed):
+        verify(body, secret, "sha1=" + "0" * 40)
+    with pytest.raises(SignatureMismatch) as err:
+        verify(body + b" ", secret, sign(body, secret))
+    assert err.value.status_code == 401 and SignatureMissing.status_code == 400
+
+
+@pytest.mark.parametrize("bad", ["", "changeme", "  ChangeMe "])
+def test_placeholder_secret_refused(monkeypatch, bad: str) -> None:
+    monkeypatch.setenv("RELAY_WEBHOOK_SECRET", bad)
+    with pytest.raises(ValidationError):
+        get_settings()
+
+
+def test_env_and_defaults(monkeypatch, tmp_path) -> None:
+    for k in ("RELAY_DATABASE_URL", "RELAY_WEBHOOK_SECRET", "RELAY_DASHBOARD_URL"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("RELAY_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("RELAY_GITHUB_TOKEN", "ghs_x")
+    s = get_settings()
+    assert s.database_url == f"sqlite:///{tmp_path}/state/relay.db"
+    assert s.github_api_url == "https://api.github.com" and s.upstream_repo == "pytorch/pytorch"
+    assert s.github_token is not None and "ghs_x" not in repr(s)
+    assert s.dashboard_url is None and s.broker_url is None and s.backend == "spyre-sim"
+    with pytest.raises(ConfigError):
+        create_app(s)  # serving webhooks needs a secret
+
+
+def test_error_tree_is_pinned() -> None:
+    import relay.errors as errors
+
+    assert sorted(errors.__all__) == sorted([
+        "RelayError", "ConfigError", "SignatureError", "SignatureHeaderError", "SignatureMissing",
+        "SignatureMalformed", "SignatureMismatch", "StoreError", "RunNotFound", "GitHubError",
+        "GitHubAPIError", "HudError", "HudBodyTooLarge", "HudPostError"])
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.RelayError)
+    assert issubclass(errors.SignatureMissing, errors.SignatureHeaderError)
+    assert issubclass(errors.RunNotFound, KeyError)
