@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from selection.models import ChangedFile
+from selection.patch_symbols import symbols_from_patch
 
 OP_HEADER = re.compile(r"^torch/include/ATen/ops/(?P<op>[A-Za-z0-9_]+?)"
                        r"(?:_native|_ops|_meta|_compositeimplicitautograd_dispatch|"
@@ -154,8 +155,13 @@ def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
 
 
 def attribute(f: ChangedFile, catalog: OpCatalog) -> Impact:
-    """The ``Impact`` of one changed file; see the module docstring for the rules."""
+    """The ``Impact`` of one changed file; see the module docstring for the rules.
+
+    A Python file with a patch but no ``symbols`` gets its symbols from the patch's hunks.
+    """
     name = f.filename
+    if f.symbols is None and f.patch and name.endswith((".py", ".pyi")):
+        f = f.model_copy(update={"symbols": symbols_from_patch(f.patch)})
     if name.endswith(BINARY_SUFFIXES) or ".so." in name:
         return Impact(name, attributed=False, opaque=True,
                       reasons=(f"{name}: compiled binary, not attributable",))

@@ -165,3 +165,14 @@ def test_opinfo_core_change_keeps_every_op_item(universe, index, catalog):
     f = ChangedFile(filename="torch/testing/_internal/opinfo/core.py", symbols=["OpInfo.sample_inputs"])
     st = Memory(index, catalog).run(Scope(SPYRE_SIM).run(state_for(universe, f)))
     assert {c.item.id for c in st.candidates} == {i.id for i in universe if i.op}
+
+
+def test_patch_hunks_give_symbols(universe, index, catalog):
+    patch = ("@@ -10,6 +10,7 @@ def softmax(a, dim):\n     x = 1\n-    return a\n+    return a * 1\n"
+             "@@ -40,3 +41,3 @@ def other():\n+def mul(a, b):\n+    return a\n")
+    from selection.patch_symbols import symbols_from_patch
+
+    assert symbols_from_patch(patch) == ["mul", "softmax"]
+    f = ChangedFile(filename="torch/_refs/__init__.py", patch=patch)
+    st = Memory(index, catalog).run(Scope(SPYRE_SIM).run(state_for(universe, f)))
+    assert {c.item.op for c in st.candidates} == {"softmax", "mul"}
