@@ -1,0 +1,271 @@
+"""``torch.spyre``: the runtime module of the simulated Spyre device (one card, index 0).
+
+Registered by ``spyre_backend.registration`` as ``torch.spyre``. Everything runs synchronously
+on the host, so ``synchronize`` returns at once and streams/events only record order and time.
+Random numbers for device tensors come from a private CPU ``torch.Generator`` seeded through
+``manual_seed``/``manual_seed_all`` (``torch.manual_seed`` calls ``manual_seed_all``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from . import memory
+from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
+
+__all__ = [
+    "SpyreDeviceProperties",
+    "device",
+    "Stream",
+    "Event",
+    "is_available",
+    "is_initialized",
+    "device_count",
+    "current_device",
+    "set_device",
+    "get_device_name",
+    "get_device_properties",
+    "synchronize",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "generator",
+    "current_stream",
+    "default_stream",
+    "memory_allocated",
+    "max_memory_allocated",
+    "reset_peak_memory_stats",
+    "mem_get_info",
+    "get_amp_supported_dtype",
+]
+
+NUM_CORES = 32
+SCRATCHPAD_BYTES_PER_CORE = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SpyreDeviceProperties:
+    """Static properties of the simulated card (all sizes in bytes)."""
+
+    name: str = "IBM Spyre (simulated)"
+    num_cores: int = NUM_CORES
+    scratchpad_bytes_per_core: int = SCRATCHPAD_BYTES_PER_CORE
+    stick_bytes: int = memory.STICK_BYTES
+    total_memory: int = 0
+    compute_dtype: str = "float16"
+
+
+_generator = torch.Generator(device="cpu")
+_generator.manual_seed(0)
+
+
+def _check_index(device: Any) -> int:
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        idx = device
+    else:
+        d = torch.device(device)
+        if d.type != "spyre":
+            raise ValueError(f"spyre: expected a spyre device, got {d}")
+        idx = 0 if d.index is None else d.index
+    if idx != 0:
+        raise RuntimeError(f"spyre: invalid device index {idx} (device_count() == 1)")
+    return idx
+
+
+class device:  # noqa: N801 - mirrors torch.cuda.device
+    """Context manager selecting a card (only index 0 exists); used by ``torch.load``."""
+
+    def __init__(self, device: Any) -> None:
+        self.idx = _check_index(device)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def is_available() -> bool:
+    """Always True: the simulated card is always present."""
+    return True
+
+
+def is_initialized() -> bool:
+    """Always True."""
+    return True
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def device_count() -> int:
+    """Number of Spyre cards: 1."""
+    return 1
+
+
+def current_device() -> int:
+    """Index of the current card: 0."""
+    return 0
+
+
+def set_device(device: Any) -> None:
+    """Select a card; only index 0 exists (RuntimeError otherwise)."""
+    _check_index(device)
+
+
+def get_device_name(device: Any = None) -> str:
+    """Human name of the card."""
+    _check_index(device)
+    return SpyreDeviceProperties.name
+
+
+def get_device_properties(device: Any = None) -> SpyreDeviceProperties:
+    """Properties of card ``device``: 32 cores, 2 MiB scratchpad per core, 128-byte sticks,
+    ``total_memory`` = the simulated capacity in bytes."""
+    _check_index(device)
+    return SpyreDeviceProperties(total_memory=memory.capacity())
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """``(free, total)`` device memory in bytes."""
+    _check_index(device)
+    return memory.capacity() - memory.memory_allocated(), memory.capacity()
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait for all work on the card: a no-op, every op completes before it returns."""
+    _check_index(device)
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """Dtypes usable under ``torch.autocast("spyre")``."""
+    return [torch.float16, torch.bfloat16]
+
+
+# --- random numbers ----------------------------------------------------------------------------
+
+
+def generator() -> torch.Generator:
+    """The CPU generator that device RNG ops (uniform_, normal_, ...) draw from."""
+    return _generator
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the device generator. Must not call ``torch.manual_seed`` (which calls us)."""
+    _generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed the generator of every card (there is one)."""
+    manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the device generator non-deterministically; returns the seed."""
+    return _generator.seed()
+
+
+def initial_seed() -> int:
+    """The seed the device generator was last seeded with."""
+    return _generator.initial_seed()
+
+
+def get_rng_state(device: Any = None) -> torch.Tensor:
+    """The device generator state as a CPU ``uint8`` tensor."""
+    return _generator.get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = None) -> None:
+    """Restore a state from ``get_rng_state``."""
+    _generator.set_state(new_state)
+
+
+# --- streams and events ------------------------------------------------------------------------
+
+
+class Event:
+    """A marker in a stream. Work is synchronous, so a recorded event is already complete."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.enable_timing = enable_timing
+        self._time: float | None = None
+
+    def record(self, stream: "Stream | None" = None) -> None:
+        """Mark the point after all work issued so far on ``stream`` (default: current)."""
+        self._time = time.perf_counter()
+
+    def query(self) -> bool:
+        """True when the marked work has finished (always, once recorded)."""
+        return True
+
+    def synchronize(self) -> None:
+        """Wait for the marked work (returns at once)."""
+
+    def wait(self, stream: "Stream | None" = None) -> None:
+        """Make ``stream`` wait for this event (a no-op: work is already ordered)."""
+
+    def elapsed_time(self, end_event: "Event") -> float:
+        """Milliseconds between this event and ``end_event`` (both recorded, timing enabled).
+
+        Raises:
+            RuntimeError: an event was not recorded or timing is disabled.
+        """
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("spyre: both events need enable_timing=True")
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("spyre: both events must be recorded before elapsed_time")
+        return (end_event._time - self._time) * 1000.0
+
+
+class Stream:
+    """An in-order queue of work on the card; all streams complete work synchronously."""
+
+    def __init__(self, device: Any = None, priority: int = 0) -> None:
+        self.device = torch.device("spyre", _check_index(device))
+        self.priority = priority
+
+    def synchronize(self) -> None:
+        """Wait for all work on this stream (returns at once)."""
+
+    def query(self) -> bool:
+        """True when all work on this stream has finished (always)."""
+        return True
+
+    def record_event(self, event: Event | None = None) -> Event:
+        """Record ``event`` (or a new one) on this stream and return it."""
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event: Event) -> None:
+        """Order later work on this stream after ``event`` (already satisfied)."""
+
+    def wait_stream(self, stream: "Stream") -> None:
+        """Order later work on this stream after all work on ``stream`` (already satisfied)."""
+
+
+_default_stream: Stream | None = None
+
+
+def current_stream(device: Any = None) -> Stream:
+    """The stream work is issued to (the default stream)."""
+    return default_stream(device)
+
+
+def default_stream(device: Any = None) -> Stream:
+    """The card's default stream (created on first use, after the device is registered)."""
+    global _default_stream
+    _check_index(device)
+    if _default_stream is None:
+        _default_stream = Stream()
+    return _default_stream
