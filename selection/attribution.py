@@ -17,7 +17,10 @@ Rules, in order, for one ``ChangedFile``:
   substring of aten op keys (``SoftMax.cpp`` → ``_softmax``, ``_log_softmax``, …).
 
 A file that none of these can attribute is returned as unattributed; the memory stage decides
-what that means (compiled binaries are opaque; other sources fail soft and keep their area).
+what that means.  Compiled binaries and the headers shipped with them (``torch/include`` apart
+from the per-op headers) are *opaque*: a wheel-to-wheel diff always changes them, and the
+per-op headers and Python symbols of the same diff carry the attributable signal.  Other
+unattributable sources fail soft and keep their area.
 """
 
 from __future__ import annotations
@@ -165,6 +168,9 @@ def attribute(f: ChangedFile, catalog: OpCatalog) -> Impact:
     if name.endswith(BINARY_SUFFIXES) or ".so." in name:
         return Impact(name, attributed=False, opaque=True,
                       reasons=(f"{name}: compiled binary, not attributable",))
+    if name.startswith("torch/include/") and not name.startswith("torch/include/ATen/ops/"):
+        return Impact(name, attributed=False, opaque=True,
+                      reasons=(f"{name}: header of the compiled library, not attributable",))
     m = OP_HEADER.match(name)
     if m:
         aten = f"aten::{m.group('op')}"

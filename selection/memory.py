@@ -66,9 +66,12 @@ class Memory:
                               f"{imp.filename} → OpInfo {subject}")
                 by_subject.setdefault(subject, []).append(reason)
         if opaque:
-            notes.append(f"{opaque} compiled binaries changed (opaque; not attributed)")
+            notes.append(f"{opaque} compiled binaries or their headers changed (opaque; not attributed)")
+        present = {item_area(c) for c in state.candidates}
+        fail_soft_areas = {a: p for a, p in fail_soft_areas.items() if a in present or a == WIDEN}
         for area, path in sorted(fail_soft_areas.items()):
-            notes.append(f"{path}: not attributable to ops; keeping all '{area}' tests (fail soft)")
+            what = "every" if area == WIDEN else f"all '{area}'"
+            notes.append(f"{path}: not attributable to ops; keeping {what} tests (fail soft)")
         kept: list[Candidate] = []
         fail_soft: set[str] = set()
         for cand in state.candidates:
