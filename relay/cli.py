@@ -57,8 +57,13 @@ def replay(
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
     device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
     timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
+    budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
 ) -> None:
-    """Run the whole pipeline locally for one upstream change: select, run, store, report."""
+    """Run the whole pipeline locally for one upstream change: select, run, store, report.
+
+    Exit status: 0 when the run's conclusion is success or neutral, 1 when it is failure,
+    2 for bad input.
+    """
     from relay.pipeline import run_change
     from relay.render import BarProgress, print_outcome
 
@@ -67,48 +72,81 @@ def replay(
     progress = BarProgress(err)
     try:
         outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
-                             device=device, timeout_s=timeout)
+                             device=device, timeout_s=timeout, budget_minutes=budget_minutes)
     finally:
         progress.close()
     skipped = sum(1 for t in outcome.selection.selected if t.mode == "skip")
     print_outcome(err, outcome, skipped_by_selection=skipped)
     if json_out:
         sys.stdout.write(outcome.run.model_dump_json(indent=1, by_alias=True) + "\n")
+    if outcome.run.conclusion == "failure":
+        raise typer.Exit(1)
 
 
 @app.command()
 def select(
-    diff: Annotated[Optional[str], typer.Option("--diff", help="Unified diff file, or - for stdin.")] = None,
-    files: Annotated[Optional[str], typer.Option("--files", help="GitHub PR-files JSON array.")] = None,
+    diff: Annotated[Optional[str], typer.Option("--diff", help="Unified diff (git diff output) file, or - for stdin.")] = None,
+    files: Annotated[Optional[str], typer.Option("--files", help="GitHub PR-files JSON array, as-is (- = stdin).")] = None,
     changes: Annotated[Optional[str], typer.Option("--changes", help="A ChangeSet JSON file.")] = None,
+    src_from: Annotated[Optional[str], typer.Option("--from", help="Old version: wheel, tree or REPO@REV (upgrade mode).")] = None,
+    src_to: Annotated[Optional[str], typer.Option("--to", help="New version: wheel, tree or REPO@REV (upgrade mode).")] = None,
+    upgrade: Annotated[Optional[bool], typer.Option("--upgrade/--pr", help="Selection mode (default: upgrade when base/head are versions).")] = None,
+    budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Cut the ranked list to this much measured test time.")] = None,
+    source_root: Annotated[Optional[Path], typer.Option("--source-root", help="PyTorch source tree for the source map (default: the installed torch).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Selection as JSON on stdout.")] = False,
     spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
 ) -> None:
-    """Stages 1–3 only: print which tests a change selects, with reasons."""
+    """Stages 1–3 only: print which tests a change selects, with reasons (design §4 with --json)."""
+    from rich.markup import escape
+
     from relay.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
     from relay.pipeline import default_specs, load_items
     from relay.render import stage_table
+    from selection.budget import durations_from_db
     from selection.pipeline import Selector
 
-    given = [x for x in (diff, files, changes) if x is not None]
-    if len(given) != 1:
-        fail("give exactly one of --diff, --files, --changes")
+    pair = src_from is not None or src_to is not None
+    given = [x for x in (diff, files, changes) if x is not None] + ([True] if pair else [])
+    if len(given) != 1 or (pair and (src_from is None or src_to is None)):
+        fail("give exactly one of --diff, --files, --changes, or both --from and --to")
     try:
-        cs = (changeset_from_diff(diff) if diff is not None else
-              changeset_from_pr_files(files) if files is not None else load_changeset(changes))
+        if pair:
+            from relay.changes import ChangeSourceError, build_changeset
+
+            try:
+                cs = build_changeset(src_from, src_to)
+            except ChangeSourceError as exc:
+                fail(str(exc))
+        else:
+            cs = (changeset_from_diff(diff) if diff is not None else
+                  changeset_from_pr_files(files) if files is not None else load_changeset(changes))
     except InputError as exc:
         fail(str(exc))
+    mode = "auto" if upgrade is None else ("upgrade" if upgrade else "pr")
     settings = _settings()
     items = load_items(spec or default_specs())
-    selector = Selector(items, profile=backend, cache_dir=settings.state_dir / "index")
-    selection = selector.select(cs)
+    try:
+        selector = Selector(items, profile=backend, cache_dir=settings.state_dir / "index",
+                            source_root=source_root)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+    durations = durations_from_db(settings.database_url) if budget_minutes is not None else None
+    state = selector.select_state(cs, mode=mode, budget_minutes=budget_minutes, durations=durations)
+    from selection.pipeline import to_selection
+
+    selection = to_selection(state)
     if json_out:
         sys.stdout.write(selection.model_dump_json(indent=1, by_alias=True) + "\n")
         return
+    err.print(f"mode: {state.mode}; {len(selection.selected)} of {selection.universe} selected "
+              f"({len(selection.to_run)} to run)", highlight=False)
     err.print(stage_table(selection))
+    for note in state.notes[:20]:
+        err.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
     for t in selection.selected[:50]:
-        err.print(f"{t.score:.2f} {t.mode:<17} {t.id}  [dim]{t.reasons[-1] if t.reasons else ''}[/dim]")
+        why = escape(t.reasons[-1]) if t.reasons else ""
+        err.print(f"{t.score:.2f} {t.mode:<17} {escape(t.id)}  [dim]{why}[/dim]", highlight=False)
     if len(selection.selected) > 50:
         err.print(f"… {len(selection.selected) - 50} more (use --json for all)")
 

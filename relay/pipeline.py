@@ -105,7 +105,7 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     progress = progress or Progress()
     started = datetime.now(timezone.utc)
     run_id = uuid.uuid4().hex[:16]
-    workdir = settings.state_dir / "runs" / run_id
+    workdir = (settings.state_dir / "runs" / run_id).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     specs = list(spec_paths) if spec_paths else default_specs()
 
