@@ -4,7 +4,8 @@ Hierarchy (every class is importable from here; catch ``RelayError`` for "anythi
 
     RelayError
     ├── ConfigError                  settings unusable for the requested role (e.g. serve
-    │                                without a webhook secret)
+    │   │                            without a webhook secret)
+    │   └── AllowlistError           CRCR allowlist YAML invalid; ``errors`` lists every problem
     ├── SignatureError               webhook ``X-Hub-Signature-256`` rejected; ``status_code``
     │   ├── SignatureHeaderError     400: header missing or malformed
     │   │   ├── SignatureMissing
@@ -14,6 +15,12 @@ Hierarchy (every class is importable from here; catch ``RelayError`` for "anythi
     │   └── RunNotFound              ``load_run`` for an unknown id
     ├── GitHubError                  GitHub REST problems
     │   └── GitHubAPIError           non-2xx answer after retries; ``status_code``, ``url``
+    ├── CallbackError                ``POST /api/crcr/callback`` refused; ``status_code``
+    │   ├── CallbackAuthError        401: bearer token missing, invalid, expired or replayed
+    │   ├── CallbackForbidden        403: valid token, but not for this delivery/repo
+    │   ├── CallbackRateLimited      429: over 100 callbacks/min for the repo; ``retry_after``
+    │   ├── CallbackUnknown          404: no dispatch of this delivery to this repo
+    │   └── CallbackTransitionError  400: duplicate or skipped state (CRCR state machine)
     └── HudError                     dashboard (HUD) reporting problems
         ├── HudBodyTooLarge          body over the 2 MB CRCR cap
         └── HudPostError             non-2xx answer after retries; ``status_code``
@@ -36,6 +43,13 @@ __all__ = [
     "RunNotFound",
     "GitHubError",
     "GitHubAPIError",
+    "AllowlistError",
+    "CallbackError",
+    "CallbackAuthError",
+    "CallbackForbidden",
+    "CallbackRateLimited",
+    "CallbackUnknown",
+    "CallbackTransitionError",
     "HudError",
     "HudBodyTooLarge",
     "HudPostError",
@@ -74,6 +88,56 @@ class SignatureMismatch(SignatureError):
     """The header is well-formed but the HMAC-SHA256 of the body differs (HTTP 401)."""
 
     status_code = 401
+
+
+class AllowlistError(ConfigError):
+    """The CRCR allowlist is invalid; ``errors`` holds one message per problem found."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(errors))
+        self.source = source
+        self.errors = list(errors)
+
+
+class CallbackError(RelayError):
+    """A downstream callback was refused; ``status_code`` is the HTTP answer."""
+
+    status_code = 400
+
+
+class CallbackAuthError(CallbackError):
+    """Bearer token missing, malformed, badly signed, expired or already used (HTTP 401)."""
+
+    status_code = 401
+
+
+class CallbackForbidden(CallbackError):
+    """The token is valid but was not issued for this delivery or repo (HTTP 403)."""
+
+    status_code = 403
+
+
+class CallbackRateLimited(CallbackError):
+    """More than the per-repo limit of callbacks in the window (HTTP 429); ``retry_after`` s."""
+
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class CallbackUnknown(CallbackError):
+    """No dispatch of the delivery to the calling repo is recorded (HTTP 404)."""
+
+    status_code = 404
+
+
+class CallbackTransitionError(CallbackError):
+    """The callback repeats a state or skips one (CRCR: DISPATCHED → IN_PROGRESS → COMPLETED;
+    HTTP 400)."""
+
+    status_code = 400
 
 
 class StoreError(RelayError):

@@ -6,6 +6,16 @@ in-process), ``RELAY_GITHUB_API_URL``, ``RELAY_GITHUB_TOKEN``, ``RELAY_DASHBOARD
 this relay, in-process), ``RELAY_ALLOWLIST`` (path of a CRCR allowlist YAML),
 ``RELAY_UPSTREAM_REPO``, ``RELAY_BACKEND``.
 
+CRCR extras: ``RELAY_ALLOWLIST`` may be a file path or an ``http(s)://`` URL (reloaded when
+its mtime / ETag changes, checked at most every ``RELAY_ALLOWLIST_REFRESH_S`` seconds);
+``RELAY_CALLBACK_SECRET`` signs per-dispatch callback tokens (default: derived from the webhook
+secret); ``RELAY_PUBLIC_URL`` is sent to downstreams as the callback base URL;
+``RELAY_OIDC_JWKS_URL`` / ``RELAY_OIDC_ISSUER`` / ``RELAY_OIDC_AUDIENCE`` accept GitHub-Actions
+OIDC JWTs as callback tokens; ``RELAY_CALLBACK_RATE_PER_MIN`` (100, CRCR);
+``RELAY_JOB_TIMEOUT_S`` (6 h, CRCR's zombie sweeper); ``RELAY_OUTBOX_POLL_S`` and
+``RELAY_OUTBOX_BACKOFF_S`` (the deliverer's poll interval and first retry wait, seconds);
+``RELAY_DISPATCH_MAX_WAIT_S`` (longest rate-limit wait honoured per dispatch retry).
+
 There is no module-level settings object: call ``get_settings()`` where needed, or pass a
 ``Settings`` to ``relay.app.create_app``.
 """
@@ -42,9 +52,21 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     github_token: SecretStr | None = None
     dashboard_url: str | None = None
-    allowlist: Path | None = None
+    allowlist: str | None = None
+    allowlist_refresh_s: float = 5.0
     upstream_repo: str = "pytorch/pytorch"
     backend: str = "spyre-sim"
+    public_url: str = "http://127.0.0.1:8000"
+    callback_secret: SecretStr | None = None
+    oidc_jwks_url: str | None = None
+    oidc_issuer: str = "https://token.actions.githubusercontent.com"
+    oidc_audience: str = "spyre-relay"
+    callback_rate_per_min: int = 100
+    job_timeout_s: float = 6 * 3600.0
+    sweep_interval_s: float = 60.0
+    outbox_poll_s: float = 1.0
+    outbox_backoff_s: float = 1.0
+    dispatch_max_wait_s: float = 60.0
 
     @field_validator("webhook_secret")
     @classmethod
@@ -63,6 +85,17 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.state_dir / 'relay.db').as_posix()}"
         return self
+
+    def callback_key(self) -> bytes:
+        """The HMAC key for per-dispatch callback tokens: ``RELAY_CALLBACK_SECRET``, else
+        HMAC-SHA256(webhook secret, "crcr-callback-token"); raises ``ConfigError`` if neither."""
+        import hashlib
+        import hmac
+
+        if self.callback_secret is not None:
+            return self.callback_secret.get_secret_value().encode("utf-8")
+        base = self.require_webhook_secret().encode("utf-8")
+        return hmac.new(base, b"crcr-callback-token", hashlib.sha256).digest()
 
     def require_webhook_secret(self) -> str:
         """The webhook secret as text; raises ``ConfigError`` when unset (serve needs it)."""

@@ -34,7 +34,9 @@ class TaskQueue(Protocol):
         """Schedule processing of the stored delivery ``delivery_id``; never blocks on the work."""
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop accepting work and wait up to ``timeout`` seconds for queued work to finish."""
+        """Stop accepting work, finish the delivery in hand (waiting up to ``timeout`` s) and
+        drop the rest of the local backlog: those rows are still ``received`` in the database
+        and restart recovery submits them again."""
 
 
 class InProcessQueue:
@@ -66,8 +68,10 @@ class InProcessQueue:
         while True:
             item = self._queue.get()
             try:
-                if item is _STOP:
-                    return
+                if item is _STOP or self._closed:
+                    if item is _STOP:
+                        return
+                    continue  # closing: leave it to restart recovery
                 self._handler(str(item))
             except Exception:  # noqa: BLE001 - the worker must survive any handler bug
                 log.exception("processing delivery %s crashed", item)
@@ -92,3 +96,6 @@ class InProcessQueue:
         if thread is not None:
             self._queue.put(_STOP)
             thread.join(timeout)
+        dropped = self._queue.qsize()
+        if dropped:
+            log.info("task queue closed with %d deliveries left for restart recovery", dropped)

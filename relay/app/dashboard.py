@@ -1,18 +1,32 @@
-"""The dashboard JSON (design §5): ``GET /api/v1/dashboard`` and ``GET /api/v1/runs/{id}``."""
+"""The dashboard JSON (design §5), all under ``/api/v1``:
+
+``GET /dashboard``                 ``{"runs": [Run without results]}``, newest first
+``GET /runs/{id}``                 the full Run JSON; 404 unknown
+``GET /commits/{sha}``             ``{"sha", "runs": [Run without results], "jobs": [job]}``
+                                   for a full sha or a ≥ 7 hex-char prefix; 400 otherwise
+``GET /tests/history?test=ID``     ``{"test", "history": [{run_id, head, outcome, ...}]}``
+``GET /flaky``                     ``{"flaky": [{test_id, upstream, flaky_runs, last_seen}]}``
+``GET /backends/{name}/readiness`` ``relay.app.readiness.readiness`` for a local backend or
+                                   an allowlisted ``org/repo``; 404 when neither
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from relay.app.deps import SessionDep
+from relay.app.readiness import readiness
 from relay.errors import RunNotFound
 from relay.store import list_runs, load_run
+from relay.store.history import flaky_tests, jobs_for_commit, runs_for_commit, test_history
 
-__all__ = ["router"]
+__all__ = ["router", "job_json", "backend_readiness"]
 
 router = APIRouter(prefix="/api/v1")
+_SHA = re.compile(r"[0-9a-fA-F]{7,40}")
 
 
 @router.get("/dashboard")
@@ -29,3 +43,50 @@ def run_detail(run_id: str, session: SessionDep) -> dict[str, Any]:
         return load_run(session, run_id).model_dump(mode="json")
     except RunNotFound:
         raise HTTPException(404, f"run not found: {run_id}") from None
+
+
+def job_json(job: Any, dispatch: Any) -> dict[str, Any]:
+    return {"repo": job.repo, "level": dispatch.level, "delivery_id": job.delivery_id,
+            "run_id": job.run_id, "run_attempt": job.run_attempt, "job_name": job.job_name,
+            "workflow": job.workflow_name, "state": job.state, "conclusion": job.conclusion,
+            "queue_ms": job.queue_ms, "exec_ms": job.exec_ms, "test_results": job.test_results,
+            "head_sha": dispatch.head_sha, "pr_number": dispatch.pr_number}
+
+
+@router.get("/commits/{sha}")
+def commit(sha: str, session: SessionDep) -> dict[str, Any]:
+    if not _SHA.fullmatch(sha):
+        raise HTTPException(400, "sha must be 7 to 40 hex characters")
+    runs = [load_run(session, rid).model_dump(mode="json", exclude={"results"})
+            for rid in runs_for_commit(session, sha.lower())]
+    jobs = [job_json(j, d) for j, d in jobs_for_commit(session, sha.lower())]
+    return {"sha": sha.lower(), "runs": runs, "jobs": jobs}
+
+
+@router.get("/tests/history")
+def history(session: SessionDep, test: str = Query(..., min_length=1, max_length=500),
+            limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+    return {"test": test, "history": test_history(session, test, limit)}
+
+
+@router.get("/flaky")
+def flaky(session: SessionDep, limit: int = Query(200, ge=1, le=2000)) -> dict[str, Any]:
+    return {"flaky": flaky_tests(session, limit)}
+
+
+def backend_readiness(request: Request, session: Any, name: str) -> dict[str, Any] | None:
+    state = request.app.state
+    allowlist = state.allowlist() if getattr(state, "allowlist", None) else None
+    entry = allowlist.get(name) if allowlist is not None else None
+    local = "/" not in name
+    if entry is None and name != state.settings.backend:
+        return None
+    return readiness(session, name, entry.level if entry else None, local=local)
+
+
+@router.get("/backends/{name:path}/readiness")
+def backend(name: str, request: Request, session: SessionDep) -> dict[str, Any]:
+    result = backend_readiness(request, session, name)
+    if result is None:
+        raise HTTPException(404, f"unknown backend or repo: {name}")
+    return result

@@ -2,24 +2,42 @@
 
 No global app object: ``relay serve`` calls ``create_app(get_settings())``; tests build as many
 apps as they need.  ``app.state`` holds ``settings``, ``engine``, ``session_factory``,
-``metrics``, ``queue`` (a ``TaskQueue``) and ``processor``.
+``metrics``, ``queue`` (a ``TaskQueue``), ``processor``, ``allowlist`` (a callable returning
+the current ``Allowlist``), ``deliverer`` (the outbox thread, started with the lifespan),
+``oidc`` (``OidcVerifier`` or ``None``) and ``rate_limiter``.
+
+Without ``RELAY_ALLOWLIST`` the allowlist is the local backend alone at L2 (results on the
+dashboard, nothing dispatched).  With one, the local backend runs only if it is listed.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from relay.app import dashboard, health, ingest, webhooks
+from relay.app import callback, dashboard, health, ingest, page, webhooks
 from relay.app.metrics import Metrics
+from relay.crcr.allowlist import Allowlist, AllowlistSource
+from relay.crcr.checks import on_labeled
+from relay.crcr.fanout import FanoutContext, fan_out
+from relay.crcr.outbox import Deliverer, github_handler, hud_handler
+from relay.crcr.ratelimit import RateLimiter
+from relay.crcr.sweeper import sweep
+from relay.crcr.tokens import OidcVerifier
+from relay.github.client import GitHubClient
+from relay.app.writer import DeliveryWriter
 from relay.app.processing import Processor, default_processor, process_delivery
 from relay.github.webhooks import Delivery
+from relay.hud.client import build_hud_body, make_sender
 from relay.models import Run
+from relay.store.outbox import enqueue
+from sqlalchemy.orm import Session
 from relay.settings import Settings, get_settings
 from relay.store import (
     create_schema,
@@ -51,6 +69,14 @@ def recover_pending(app: FastAPI) -> list[str]:
         log.info("restart recovery: re-submitted %d deliveries", len(ids))
     return ids
 
+def _allowlist(settings: Settings) -> Callable[[], Allowlist]:
+    """The current-allowlist callable; raises ``AllowlistError`` when the first load fails."""
+    if not settings.allowlist:
+        fixed = Allowlist.local_only(settings.backend, "L2")
+        return lambda: fixed
+    return AllowlistSource(settings.allowlist, refresh_s=settings.allowlist_refresh_s).get
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -74,6 +100,7 @@ def create_app(
     secret = settings.require_webhook_secret() if webhooks_enabled else None
     if webhooks_enabled and settings.broker_url and queue is None:
         log.warning("RELAY_BROKER_URL is set but no Celery queue exists yet; working in-process")
+    allowlist = _allowlist(settings)
     engine = make_engine(settings.database_url)
     create_schema(engine)
     session_factory = make_session_factory(engine)
@@ -81,11 +108,17 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if app.state.deliverer is not None:
+            app.state.deliverer.start()
         if webhooks_enabled and recover:
             await run_in_threadpool(recover_pending, app)
         yield
+        if app.state.writer is not None:
+            await run_in_threadpool(app.state.writer.close)
         if app.state.queue is not None:
             await run_in_threadpool(app.state.queue.close)
+        if app.state.deliverer is not None:
+            await run_in_threadpool(app.state.deliverer.stop)
         engine.dispose()
 
     app = FastAPI(title="spyre-relay", lifespan=lifespan)
@@ -95,19 +128,66 @@ def create_app(
     app.state.session_factory = session_factory
     app.state.metrics = metrics
     app.state.processor = processor or default_processor
+    app.state.allowlist = allowlist
+    app.state.deliverer = None
+    app.state.rate_limiter = RateLimiter(settings.callback_rate_per_min, 60.0)
+    app.state.oidc = (OidcVerifier(settings.oidc_jwks_url, settings.oidc_issuer,
+                                   settings.oidc_audience) if settings.oidc_jwks_url else None)
 
-    def _report(run: Run, delivery: Delivery) -> None:
-        from relay.hud.client import post_results
+    def _github() -> GitHubClient:
+        return GitHubClient.from_settings(settings)
 
-        post_results(run, settings, event_type=delivery.event,
-                     app=app if settings.dashboard_url is None else None)
+    def _local_level() -> str | None:
+        entry = allowlist().get(settings.backend)
+        return entry.level if entry is not None else None
+
+    def _report(session: Session, run: Run, delivery: Delivery) -> None:
+        level = _local_level()
+        if level not in ("L2", "L3", "L4"):
+            return
+        queue_ms = max(0.0, (run.started_at - delivery.received_at).total_seconds() * 1000.0)
+        body = build_hud_body(run, settings, level=level or "L2", event_type=delivery.event,
+                              queue_ms=queue_ms)
+        enqueue(session, "hud", body.model_dump(mode="json"))
+        wrote.set()
+
+    def _local(delivery: Delivery, s: Settings) -> Run | None:
+        if _local_level() is None:
+            return None
+        return app.state.processor(delivery, s)
+
+    fanout_ctx = FanoutContext(session_factory, settings, allowlist, _github)
+
+    def _fanout(delivery: Delivery) -> None:
+        fan_out(delivery, fanout_ctx)
+        if on_labeled(delivery, session_factory):
+            wrote.set()
+
+    wrote = threading.Event()  # set when the worker wrote outbox rows: wake the deliverer
 
     def _handle(delivery_id: str) -> None:
+        wrote.clear()
         process_delivery(delivery_id, session_factory=session_factory, settings=settings,
-                         processor=app.state.processor, metrics=metrics,
-                         report=_report if report else None)
+                         processor=_local, metrics=metrics,
+                         report=_report if report else None,
+                         fanout=_fanout if webhooks_enabled else None)
+        if wrote.is_set() and app.state.deliverer is not None:
+            app.state.deliverer.kick()
 
     app.state.queue = (queue or InProcessQueue(_handle)) if webhooks_enabled else None
+    # the factory is looked up per batch so a replaced app.state.session_factory takes effect
+    app.state.writer = (DeliveryWriter(lambda: app.state.session_factory())
+                        if webhooks_enabled else None)
+    app.state.deliverer = None
+    if webhooks_enabled:
+        send, _close, _url = make_sender(settings, app)
+        app.state.deliverer = Deliverer(
+            session_factory,
+            {"hud": hud_handler(send), "check": github_handler(_github, "check"),
+             "comment": github_handler(_github, "comment")},
+            poll_s=settings.outbox_poll_s, backoff_s=settings.outbox_backoff_s,
+            sweep=lambda: sweep(session_factory, settings.job_timeout_s),
+            sweep_interval_s=settings.sweep_interval_s)
 
     async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -115,9 +195,11 @@ def create_app(
 
     app.add_exception_handler(Exception, _internal_error)
     if webhooks_enabled:
-        app.include_router(webhooks.router)
+        app.add_middleware(webhooks.WebhookIntake, relay_app=app)
     app.include_router(ingest.router)
+    app.include_router(callback.router)
     app.include_router(dashboard.router)
+    app.include_router(page.router)
     app.include_router(health.router)
     return app
 

@@ -18,7 +18,8 @@ class Metrics:
     """``relay_webhook_deliveries_total{event,status}`` — intake answers (accepted, duplicate,
     ignored, pong, rejected); ``relay_deliveries_processed_total{event,status}`` — processing
     outcomes (processed, failed); ``relay_hud_results_total{status}`` — ingest (stored,
-    duplicate, rejected)."""
+    duplicate, rejected); ``relay_callbacks_total{status}`` — CRCR callbacks (in_progress,
+completed, rejected, rate_limited)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -28,3 +29,5 @@ class Metrics:
                                  ["event", "status"], registry=self.registry)
         self.hud_results = Counter("relay_hud_results", "Dashboard ingest posts",
                                    ["status"], registry=self.registry)
+        self.callbacks = Counter("relay_callbacks", "CRCR downstream callbacks",
+                                 ["status"], registry=self.registry)

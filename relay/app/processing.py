@@ -2,15 +2,18 @@
 
 ``process_delivery`` is what the task queue calls, once per submission: it claims the row
 (``received`` → ``processing``; a delivery already claimed is skipped, so duplicates run
-once), calls the injected *processor*, saves the ``Run`` it returns, marks the delivery
-``processed`` — or ``failed`` with the error text, never losing it — and finally reports the
-run to the dashboard (a reporting failure is logged; the delivery stays ``processed``).
+once), runs the CRCR fan-out (``fanout``: repository_dispatch to the allowlisted downstream
+repos; its failures are recorded on the dispatch rows and in the delivery's ``error`` but do
+not stop the local backend), calls the injected *processor*, saves the ``Run`` it returns
+together with its report (``report(session, run, delivery)`` writes the outbox row in the
+same transaction), and marks the delivery ``processed`` — or ``failed`` with the error text,
+never losing it.
 
 A *processor* is ``Callable[[Delivery, Settings], Run | None]``; ``default_processor``
 dispatches on the event name to small functions taking pydantic models (Zuul's
 ``GithubEventProcessor`` habit):
 
-* ``pull_request`` (actions opened/reopened/synchronize/labeled): files from the PR files API
+* ``pull_request`` (actions opened/reopened/synchronize): files from the PR files API
   (``settings.github_api_url``), then ``relay.pipeline.run_change``;
 * ``push``: files from the payload's commits lists (branch deletions skipped);
 * anything else: nothing to do (``None``).
@@ -26,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from relay.github.client import GitHubClient
 from relay.github.webhooks import (
-    PR_ACTIONS,
+    PR_RUN_ACTIONS,
     Delivery,
     PullRequestEvent,
     PushEvent,
@@ -59,7 +62,7 @@ def _run_change(changeset: ChangeSet, settings: Settings, delivery: Delivery) ->
 def on_pull_request(delivery: Delivery, settings: Settings) -> Run | None:
     """Run the pipeline on a PR's new head; other actions (closed, edited, ...) do nothing."""
     event = PullRequestEvent.model_validate(delivery.payload)
-    if event.action not in PR_ACTIONS:
+    if event.action not in PR_RUN_ACTIONS:
         log.info("delivery %s: pull_request action %r ignored", delivery.id, event.action)
         return None
     pr = event.pull_request
@@ -96,7 +99,8 @@ def process_delivery(
     settings: Settings,
     processor: Processor,
     metrics: Any = None,
-    report: Callable[[Run, Delivery], None] | None = None,
+    report: Callable[[Session, Run, Delivery], None] | None = None,
+    fanout: Callable[[Delivery], None] | None = None,
 ) -> str | None:
     """Process one stored delivery; returns the final status, or ``None`` if it was not
     claimable (unknown id or already claimed).  Never raises for a processor error."""
@@ -107,12 +111,22 @@ def process_delivery(
         delivery = load_delivery(session, delivery_id)
     assert delivery is not None
     run: Run | None = None
+    fanout_error: str | None = None
+    if fanout is not None:
+        try:
+            fanout(delivery)
+        except Exception as exc:  # noqa: BLE001 - the local backend still runs
+            log.exception("fan-out of delivery %s failed", delivery_id)
+            fanout_error = f"fan-out: {type(exc).__name__}: {exc}"[:5_000]
     try:
         run = processor(delivery, settings)
         if run is not None:
             with session_factory() as session:
-                save_run(session, run)
-        status, error = "processed", None
+                save_run(session, run, commit=False)
+                if report is not None:
+                    report(session, run, delivery)
+                session.commit()
+        status, error = "processed", fanout_error
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
         log.exception("delivery %s failed", delivery_id)
         status, error = "failed", f"{type(exc).__name__}: {exc}"[:10_000]
@@ -122,9 +136,4 @@ def process_delivery(
         from relay.app.metrics import event_label
 
         metrics.processed.labels(event_label(delivery.event), status).inc()
-    if run is not None and report is not None:
-        try:
-            report(run, delivery)
-        except Exception:  # noqa: BLE001 - HudError or a bug: reporting never fails the delivery
-            log.exception("reporting run %s of delivery %s failed", run.id, delivery_id)
     return status

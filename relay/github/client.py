@@ -9,13 +9,18 @@ Rule sources (GitHub REST docs):
 * Headers: ``Accept: application/vnd.github+json``, ``X-GitHub-Api-Version: 2022-11-28``,
   ``Authorization: Bearer <token>`` when a token is configured.
 
-Transient answers (5xx, 429) and transport errors are retried with tenacity; ``wait`` is
-injectable so tests run without sleeping.
+Transient answers (5xx, 429, and 403 with ``X-RateLimit-Remaining: 0``) and transport
+errors are retried with tenacity.  The wait honours GitHub's rate-limit headers (GitHub docs,
+"Rate limits for the REST API": wait ``Retry-After`` seconds when present, else until the
+``X-RateLimit-Reset`` epoch second when the remaining quota is 0), capped at ``max_wait_s``;
+otherwise the ``wait`` strategy (exponential) applies.  ``wait`` is injectable so tests run
+without sleeping.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,12 +31,13 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
+from tenacity import RetryCallState
 from tenacity.wait import wait_base
 
 from relay.errors import GitHubAPIError
 from selection.models import ChangedFile
 
-__all__ = ["GitHubClient", "PR_FILES_CAP", "PER_PAGE"]
+__all__ = ["GitHubClient", "PR_FILES_CAP", "PER_PAGE", "rate_limit_delay", "wait_rate_limited"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +58,48 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (_Transient, httpx.TransportError))
 
 
+def _is_transient(resp: httpx.Response) -> bool:
+    if resp.status_code >= 500 or resp.status_code == 429:
+        return True
+    return resp.status_code == 403 and (resp.headers.get("x-ratelimit-remaining") == "0"
+                                        or "retry-after" in resp.headers)
+
+
+def rate_limit_delay(resp: httpx.Response, now: float | None = None) -> float | None:
+    """Seconds GitHub asks us to wait: ``Retry-After`` (seconds), else ``X-RateLimit-Reset``
+    minus now when ``X-RateLimit-Remaining`` is 0; ``None`` when the answer says nothing."""
+    retry_after = resp.headers.get("retry-after")
+    if retry_after is not None:
+        try:
+            return max(0.0, float(retry_after))
+        except ValueError:
+            return None
+    if resp.headers.get("x-ratelimit-remaining") == "0":
+        try:
+            reset = float(resp.headers["x-ratelimit-reset"])
+        except (KeyError, ValueError):
+            return None
+        return max(0.0, reset - (time.time() if now is None else now))
+    return None
+
+
+class wait_rate_limited(wait_base):
+    """Tenacity wait: the server's rate-limit delay (capped at ``max_wait_s``) when the last
+    answer carried one, else ``fallback``."""
+
+    def __init__(self, fallback: wait_base, max_wait_s: float = 60.0) -> None:
+        self.fallback = fallback
+        self.max_wait_s = max_wait_s
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(exc, _Transient):
+            delay = rate_limit_delay(exc.response)
+            if delay is not None:
+                return min(delay, self.max_wait_s)
+        return self.fallback(retry_state)
+
+
 class GitHubClient:
     """GitHub REST client bound to ``base_url`` (e.g. ``https://api.github.com``).
 
@@ -69,6 +117,7 @@ class GitHubClient:
         wait: wait_base | None = None,
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        max_wait_s: float = 60.0,
     ) -> None:
         headers = {
             "Accept": "application/vnd.github+json",
@@ -81,12 +130,14 @@ class GitHubClient:
             base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
         )
         self._attempts = attempts
-        self._wait = wait if wait is not None else wait_exponential(multiplier=0.5, max=4)
+        self._wait = wait_rate_limited(
+            wait if wait is not None else wait_exponential(multiplier=0.5, max=4), max_wait_s)
 
     @classmethod
     def from_settings(cls, settings: Any, **kwargs: Any) -> "GitHubClient":
         """A client for ``settings.github_api_url`` with ``settings.github_token`` if set."""
         token = settings.github_token.get_secret_value() if settings.github_token else None
+        kwargs.setdefault("max_wait_s", getattr(settings, "dispatch_max_wait_s", 60.0))
         return cls(settings.github_api_url, token, **kwargs)
 
     def __enter__(self) -> "GitHubClient":
@@ -98,8 +149,10 @@ class GitHubClient:
     def close(self) -> None:
         self._http.close()
 
-    def get(self, url: str, params: dict[str, Any] | None = None) -> httpx.Response:
-        """GET ``url`` (relative to the base or absolute) with retries; raises ``GitHubAPIError``."""
+    def request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
+                json: Any = None) -> httpx.Response:
+        """``method`` ``url`` (relative to the base or absolute) with retries on transient
+        answers; returns the 2xx/3xx response, raises ``GitHubAPIError`` otherwise."""
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
             wait=self._wait,
@@ -109,15 +162,29 @@ class GitHubClient:
         try:
             for attempt in retrying:
                 with attempt:
-                    resp = self._http.get(url, params=params)
-                    if resp.status_code >= 500 or resp.status_code == 429:
+                    resp = self._http.request(method, url, params=params, json=json)
+                    if _is_transient(resp):
                         raise _Transient(resp)
         except _Transient as exc:
             raise GitHubAPIError(exc.response.status_code, str(exc.response.request.url),
                                  exc.response.text) from None
+        except httpx.TransportError as exc:
+            raise GitHubAPIError(0, str(url), f"{type(exc).__name__}: {exc}") from None
         if resp.status_code >= 400:
             raise GitHubAPIError(resp.status_code, str(resp.request.url), resp.text)
         return resp
+
+    def get(self, url: str, params: dict[str, Any] | None = None) -> httpx.Response:
+        """GET ``url`` with retries; raises ``GitHubAPIError``."""
+        return self.request("GET", url, params=params)
+
+    def dispatch(self, repo: str, event_type: str, client_payload: dict[str, Any]) -> None:
+        """``POST /repos/{repo}/dispatches`` (``repository_dispatch``; GitHub answers 204).
+
+        GitHub limits: ``event_type`` ≤ 100 characters, ``client_payload`` ≤ 10 top-level
+        properties; the caller enforces the size cap (``relay.crcr.payloads``)."""
+        self.request("POST", f"/repos/{repo}/dispatches",
+                     json={"event_type": event_type, "client_payload": client_payload})
 
     def _pages(self, url: str, params: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
         resp = self.get(url, params=params)

@@ -28,14 +28,34 @@ __all__ = [
     "PushEvent",
     "PingEvent",
     "HANDLED_EVENTS",
+    "EVENT_ACTIONS",
     "PR_ACTIONS",
+    "PR_RUN_ACTIONS",
+    "is_handled",
     "push_changeset",
 ]
 
 #: Events the relay processes; others are recorded as ``ignored`` (design §5).
 HANDLED_EVENTS = frozenset({"pull_request", "push", "check_run", "ping"})
-#: ``pull_request`` actions that start a run (a new head or a label that may enable L3 checks).
-PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "labeled"})
+#: ``pull_request`` actions handled (fanned out; issue 6): new heads, closing, labels (L3).
+PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed", "labeled"})
+#: ``pull_request`` actions on which the local backend runs the pipeline (a new head).
+PR_RUN_ACTIONS = frozenset({"opened", "reopened", "synchronize"})
+#: event → the actions handled (``None``: every action).  Anything else is stored ``ignored``.
+EVENT_ACTIONS: dict[str, frozenset[str] | None] = {
+    "pull_request": PR_ACTIONS,
+    "push": None,
+    "check_run": frozenset({"rerequested"}),
+    "ping": None,
+}
+
+
+def is_handled(event: str, action: str | None) -> bool:
+    """Whether (``event``, ``action``) is processed (else recorded as ``ignored``)."""
+    if event not in EVENT_ACTIONS:
+        return False
+    actions = EVENT_ACTIONS[event]
+    return actions is None or action in actions
 
 _IGNORE = ConfigDict(extra="ignore", frozen=True)
 

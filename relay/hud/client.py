@@ -28,7 +28,7 @@ from relay.hud.models import HUD_BODY_CAP, MAX_FAILED_TESTS, HudBody
 from relay.models import Run
 from relay.settings import Settings
 
-__all__ = ["build_hud_body", "post_results", "RESULTS_PATH", "BAD_OUTCOMES"]
+__all__ = ["build_hud_body", "post_results", "make_sender", "RESULTS_PATH", "BAD_OUTCOMES"]
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,15 @@ def _sender(settings: Settings, app: Any, transport: httpx.BaseTransport | None,
             app.state.engine.dispose()
 
     return (lambda body: _in_fresh_loop(lambda: _post(body))), _close, "in-process" + RESULTS_PATH
+
+
+def make_sender(settings: Settings, app: Any = None,
+                transport: httpx.BaseTransport | None = None,
+                ) -> tuple[Callable[[bytes], httpx.Response], Callable[[], None], str]:
+    """``(send, close, url)``: ``send(body_bytes)`` makes one POST to the dashboard (no
+    retries; the outbox retries) — remote when ``settings.dashboard_url`` is set, else
+    in-process through ``app``."""
+    return _sender(settings, app, transport)
 
 
 def post_results(

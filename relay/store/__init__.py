@@ -8,6 +8,7 @@ from relay.store.db import create_schema, make_engine, make_session_factory, pin
 from relay.store.deliveries import (
     claim_delivery,
     get_delivery,
+    insert_deliveries,
     insert_delivery,
     load_delivery,
     mark_delivery,
@@ -25,6 +26,7 @@ __all__ = [
     "create_schema",
     "ping",
     "insert_delivery",
+    "insert_deliveries",
     "get_delivery",
     "load_delivery",
     "claim_delivery",

@@ -28,8 +28,9 @@ def store_hud_result(
     """Insert one ingest body and commit; ``True`` if new.
 
     When the job key (delivery_id, repo, run_id, attempt, job_name) is already stored the row
-    keeps one copy: its body/status are replaced by the newer post (a later ``completed`` wins
-    over ``in_progress``) and ``False`` is returned.
+    keeps one copy: its body/status are replaced by the newer post, except that an
+    ``in_progress`` never replaces a ``completed`` (a late or retried post cannot move a job
+    backwards), and ``False`` is returned.
     """
     session.add(HudResultRecord(delivery_id=delivery_id, repo=repo, run_id=run_id,
                                 attempt=attempt, job_name=job_name, status=status,
@@ -43,7 +44,7 @@ def store_hud_result(
         HudResultRecord.delivery_id == delivery_id, HudResultRecord.repo == repo,
         HudResultRecord.run_id == run_id, HudResultRecord.attempt == attempt,
         HudResultRecord.job_name == job_name))
-    if row is not None:
+    if row is not None and not (row.status == "completed" and status != "completed"):
         row.body, row.status, row.conclusion = body, status, conclusion
         session.commit()
     return False

@@ -24,8 +24,9 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
 
 
-def save_run(session: Session, run: Run) -> None:
-    """Insert or replace ``run`` and its results, then commit."""
+def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
+    """Insert or replace ``run`` and its results, then commit (``commit=False``: flush only, so
+    the caller can commit it together with its outbox rows)."""
     session.execute(delete(TestResultRecord).where(TestResultRecord.run_id == run.id))
     record = session.get(RunRecord, run.id) or RunRecord(id=run.id)
     record.backend = run.backend
@@ -50,8 +51,11 @@ def save_run(session: Session, run: Run) -> None:
                          duration_ms=r.duration_ms, attempts=r.attempts, message=r.message)
         for r in run.results
     )
-    session.commit()
-    session.expire(record)
+    if commit:
+        session.commit()
+        session.expire(record)
+    else:
+        session.flush()
 
 
 def _to_run(record: RunRecord, *, with_results: bool) -> Run:

@@ -4,6 +4,14 @@
 ``runs``         one pipeline ``Run`` (``relay.models.Run``) per row
 ``test_results`` one ``TestResult`` per (run, test id)
 ``hud_results``  bodies received by the dashboard ingest ``POST /api/crcr/results``
+``dispatches``   one CRCR ``repository_dispatch`` per (delivery, downstream repo)
+``jobs``         downstream jobs reported by callbacks (CRCR state machine)
+``token_uses``   callback tokens already presented (replay refusal)
+``pr_labels``    labels seen on upstream PRs (L3 check gating)
+``outbox``       HUD bodies waiting to be delivered
+
+The schema is created by Alembic (``relay/migrations``); change a table here *and* add a
+revision.
 
 Times are stored timezone-aware (UTC); SQLite drops the zone, loaders re-attach UTC.
 """
@@ -17,6 +25,7 @@ from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text,
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = ["Base", "DeliveryRecord", "RunRecord", "TestResultRecord", "HudResultRecord",
+           "DispatchRecord", "JobRecord", "TokenUseRecord", "PrLabelRecord", "OutboxRecord",
            "DELIVERY_STATUSES", "utcnow"]
 
 DELIVERY_STATUSES = ("received", "processing", "processed", "ignored", "failed")
@@ -119,3 +128,108 @@ class HudResultRecord(Base):
     conclusion: Mapped[str | None] = mapped_column(String(30))
     body: Mapped[dict[str, Any]] = mapped_column(JSON)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DispatchRecord(Base):
+    """One ``repository_dispatch`` of a delivery to one downstream repo (CRCR fan-out).
+
+    Written (``status='pending'``) *before* the GitHub call, then ``sent`` or ``failed``; a
+    delivery reprocessed after a crash re-sends ``pending`` rows (at-least-once).  ``state``
+    is the CRCR dispatch state (``DISPATCHED`` until a job reports, ``TIMED_OUT`` by the
+    sweeper).  ``trimmed_from``/``payload_bytes`` record a payload trimmed to the 65 KB cap.
+    """
+
+    __tablename__ = "dispatches"
+    __table_args__ = (UniqueConstraint("delivery_id", "repo", name="uq_dispatches_delivery_repo"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[str] = mapped_column(String(100), index=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    level: Mapped[str] = mapped_column(String(4))
+    device: Mapped[str | None] = mapped_column(String(100))
+    event_type: Mapped[str] = mapped_column(String(100))
+    upstream: Mapped[str] = mapped_column(String(200), default="")
+    head_sha: Mapped[str | None] = mapped_column(String(64), index=True)
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    labels: Mapped[list[str]] = mapped_column(JSON, default=list)
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    state: Mapped[str] = mapped_column(String(20), default="DISPATCHED")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    payload_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    trimmed_from: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class JobRecord(Base):
+    """One downstream job, keyed like CRCR: (delivery, repo, run_id, run_attempt, job_name).
+
+    ``state``: ``IN_PROGRESS`` → ``COMPLETED`` (or ``TIMED_OUT`` by the sweeper); moves are
+    conditional UPDATEs so two racing callbacks cannot both win.  Times are measured by the
+    relay: ``queue_ms`` = dispatch sent → first ``in_progress``, ``exec_ms`` = in_progress →
+    completed.  ``check_run_id``: the upstream check run reporting this job (L3/L4).
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (UniqueConstraint("delivery_id", "repo", "run_id", "run_attempt", "job_name",
+                                       name="uq_jobs_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dispatch_id: Mapped[int] = mapped_column(ForeignKey("dispatches.id", ondelete="CASCADE"),
+                                             index=True)
+    delivery_id: Mapped[str] = mapped_column(String(100))
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    run_id: Mapped[str] = mapped_column(String(100))
+    run_attempt: Mapped[int] = mapped_column(Integer, default=1)
+    job_name: Mapped[str] = mapped_column(String(200), default="")
+    workflow_name: Mapped[str] = mapped_column(String(200), default="")
+    state: Mapped[str] = mapped_column(String(20), default="IN_PROGRESS", index=True)
+    conclusion: Mapped[str | None] = mapped_column(String(30))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    queue_ms: Mapped[float | None] = mapped_column(Float)
+    exec_ms: Mapped[float | None] = mapped_column(Float)
+    test_results: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    artifact_url: Mapped[str | None] = mapped_column(Text)
+    check_run_id: Mapped[int | None] = mapped_column(Integer)
+
+
+class TokenUseRecord(Base):
+    """A callback bearer token already presented (``token_key`` UNIQUE): replays are refused."""
+
+    __tablename__ = "token_uses"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    token_key: Mapped[str] = mapped_column(String(200), unique=True)
+    used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PrLabelRecord(Base):
+    """A label seen on an upstream PR (from payloads and ``labeled`` events); drives L3 checks."""
+
+    __tablename__ = "pr_labels"
+    __table_args__ = (UniqueConstraint("upstream", "pr_number", "label", name="uq_pr_labels"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    upstream: Mapped[str] = mapped_column(String(200))
+    pr_number: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(200))
+
+
+class OutboxRecord(Base):
+    """A message to deliver (``kind='hud'``: a HUD results body), written in the same
+    transaction as the result it reports; ``pending`` → ``delivered`` by the deliverer,
+    retried with backoff (``next_attempt_at``) on 5xx/transport errors; ``dead`` on 4xx."""
+
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(20), default="hud")
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

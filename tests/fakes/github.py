@@ -1,4 +1,5 @@
-"""A fake GitHub: REST endpoints we call (PR files, compare) and a webhook sender.
+"""A fake GitHub: REST endpoints we call (PR files, compare, repository_dispatch, check runs,
+issue comments) and a webhook sender.
 
 The REST app is real HTTP (served by ``tests.fakes.live.LiveServer``) with GitHub's paging
 rules: ``per_page`` (default 30, max 100), ``page`` (from 1), ``Link`` header with ``rel="next"``
@@ -8,14 +9,17 @@ and ``rel="last"``, at most 3,000 files per PR.  Deliveries are signed with the 
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from relay.github.signing import sign
 
@@ -39,6 +43,20 @@ class FakeGitHub:
     compares: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
     fail_with: list[int] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
+    #: ``(repo, {"event_type", "client_payload"})`` per accepted dispatch (204)
+    dispatches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: answers given to dispatches before accepting: ``(status, headers)``
+    dispatch_fail: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    #: when set, a dispatch request waits until ``dispatch_release`` is set (slow GitHub)
+    dispatch_hold: bool = False
+    dispatch_release: threading.Event = field(default_factory=threading.Event)
+    dispatch_arrived: threading.Event = field(default_factory=threading.Event)
+    #: check runs by id: ``{"repo", **fields}``; ``check_log``: (method, id, fields)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    check_log: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    #: comments per (repo, number): dicts with ``id`` and ``body``
+    comments: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    _ids: Any = field(default_factory=lambda: itertools.count(1000))
 
     def add_pull(self, repo: str, number: int, files: list[dict[str, Any]]) -> None:
         self.pulls[(repo, number)] = files
@@ -85,7 +103,86 @@ class FakeGitHub:
                 return JSONResponse({"message": "Not Found"}, status_code=404)
             return JSONResponse({"status": "ahead", "files": files[:300], "commits": []})
 
+        @app.post("/repos/{owner}/{name}/dispatches")
+        async def dispatch_route(owner: str, name: str, request: Request) -> Response:
+            self.dispatch_arrived.set()
+            if self.dispatch_hold:
+                import anyio
+
+                await anyio.to_thread.run_sync(self.dispatch_release.wait, 60)
+                # the caller gave up (or was killed) while held: never count this one
+                return JSONResponse({"message": "held request dropped"}, status_code=503)
+            if (failed := _record(request)) is not None:
+                return failed
+            if self.dispatch_fail:
+                status, headers = self.dispatch_fail.pop(0)
+                return JSONResponse({"message": "fake dispatch failure"}, status_code=status,
+                                    headers=headers)
+            body = await request.json()
+            if len(body.get("event_type", "")) > 100 or len(body.get("client_payload", {})) > 10:
+                return JSONResponse({"message": "Validation Failed"}, status_code=422)
+            if len(json.dumps(body.get("client_payload", {}), separators=(",", ":"))) > 65_536:
+                return JSONResponse({"message": "client_payload too large"}, status_code=422)
+            self.dispatches.append((f"{owner}/{name}", body))
+            return Response(status_code=204)
+
+        @app.post("/repos/{owner}/{name}/check-runs")
+        async def create_check(owner: str, name: str, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            fields = await request.json()
+            if "name" not in fields or "head_sha" not in fields:
+                return JSONResponse({"message": "Validation Failed"}, status_code=422)
+            check_id = next(self._ids)
+            self.check_runs[check_id] = {"repo": f"{owner}/{name}", **fields}
+            self.check_log.append(("POST", check_id, fields))
+            return JSONResponse({"id": check_id, **fields}, status_code=201)
+
+        @app.patch("/repos/{owner}/{name}/check-runs/{check_id}")
+        async def update_check(owner: str, name: str, check_id: int,
+                               request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            if check_id not in self.check_runs:
+                return JSONResponse({"message": "Not Found"}, status_code=404)
+            fields = await request.json()
+            self.check_runs[check_id].update(fields)
+            self.check_log.append(("PATCH", check_id, fields))
+            return JSONResponse({"id": check_id, **self.check_runs[check_id]})
+
+        @app.get("/repos/{owner}/{name}/issues/{number}/comments")
+        def list_comments(owner: str, name: str, number: int, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            return JSONResponse(self.comments.get((f"{owner}/{name}", number), []))
+
+        @app.post("/repos/{owner}/{name}/issues/{number}/comments")
+        async def add_comment(owner: str, name: str, number: int, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            comment = {"id": next(self._ids), "body": (await request.json())["body"]}
+            self.comments.setdefault((f"{owner}/{name}", number), []).append(comment)
+            return JSONResponse(comment, status_code=201)
+
+        @app.patch("/repos/{owner}/{name}/issues/comments/{comment_id}")
+        async def edit_comment(owner: str, name: str, comment_id: int,
+                               request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            for comments in self.comments.values():
+                for comment in comments:
+                    if comment["id"] == comment_id:
+                        comment["body"] = (await request.json())["body"]
+                        return JSONResponse(comment)
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+
         return app
+
+    def wait_dispatches(self, n: int, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.dispatches) < n:
+            assert time.monotonic() < deadline, f"expected {n} dispatches, got {len(self.dispatches)}"
+            time.sleep(0.01)
 
 
 def pr_files(n: int, prefix: str = "torch/_refs/f") -> list[dict[str, Any]]:

@@ -68,6 +68,20 @@ class Relay:
         """Wait until the in-process queue has handled every submitted delivery."""
         assert self.app.state.queue.join(timeout), "task queue did not drain"
 
+    def wait_outbox(self, timeout: float = 10.0) -> dict[str, int]:
+        """Wait until no outbox row is ``pending``; returns the counts per status."""
+        from relay.store.outbox import outbox_counts
+
+        deadline = time.monotonic() + timeout
+        while True:
+            self.app.state.deliverer.kick()
+            with self.app.state.session_factory() as s:
+                counts = outbox_counts(s)
+            if not counts.get("pending"):
+                return counts
+            assert time.monotonic() < deadline, f"outbox still pending: {counts}"
+            time.sleep(0.02)
+
 
 @pytest.fixture
 def start_relay(live_server: Callable[[Any], LiveServer]) -> Iterator[Callable[..., Relay]]:
@@ -94,3 +108,69 @@ def relay(start_relay: Callable[..., Relay], settings: Settings, recorder: Recor
 def fake_github(live_server: Callable[[Any], LiveServer]) -> tuple[FakeGitHub, str]:
     fake = FakeGitHub()
     return fake, live_server(fake.app()).url
+
+
+ALLOWLIST_YAML = """\
+L1: [acme/l1-ci]
+L2: [acme/l2-ci, spyre-sim]
+L3:
+  spyre: {acme/l3-ci: [alice]}
+L4: {acme/l4-ci: "bob, carol"}
+"""
+
+
+@pytest.fixture
+def crcr(tmp_path: Path, start_relay: Callable[..., Relay],
+         fake_github: tuple[FakeGitHub, str], recorder: Recorder):
+    """``crcr(allowlist_text=ALLOWLIST_YAML, **settings)`` → (relay, fake GitHub): a relay with
+    a file allowlist, dispatching to the fake GitHub, local backend = the recorder."""
+    fake, gh_url = fake_github
+
+    def start(allowlist_text: str = ALLOWLIST_YAML, **overrides: Any) -> tuple[Relay, FakeGitHub]:
+        path = tmp_path / "allowlist.yaml"
+        path.write_text(allowlist_text)
+        fields: dict[str, Any] = dict(
+            webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / 'crcr.db'}",
+            state_dir=tmp_path, github_api_url=gh_url, allowlist=str(path),
+            allowlist_refresh_s=0.0, outbox_poll_s=0.05, outbox_backoff_s=0.05,
+            dispatch_max_wait_s=2.0)
+        fields.update(overrides)
+        relay = start_relay(Settings(**fields), processor=recorder)
+        return relay, fake
+
+    return start
+
+
+PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A database URL on the real PostgreSQL whose ``search_path`` is a fresh, empty schema
+    (dropped afterwards); skips when PostgreSQL is not reachable."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    schema = f"relay_t_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_URL)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # noqa: BLE001
+        admin.dispose()
+        pytest.skip(f"PostgreSQL at 127.0.0.1:5432 not usable: {type(exc).__name__}")
+    try:
+        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Both databases: a temp SQLite file, and a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'relay.db'}"
+    return request.getfixturevalue("pg_url")

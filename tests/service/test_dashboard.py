@@ -33,3 +33,73 @@ def test_run_detail_has_results_and_404_is_json(relay: Relay) -> None:
     assert missing.status_code == 404 and missing.json() == {"detail": "run not found: nope"}
     bad = httpx.get(relay.url + "/api/v1/dashboard?limit=0")
     assert bad.status_code == 422 and "detail" in bad.json()
+
+
+def test_commit_history_flaky_routes(relay: Relay) -> None:
+    run = make_run("c-1", outcomes=("passed", "flaky", "failed"))
+    with relay.app.state.session_factory() as s:
+        save_run(s, run)
+        save_run(s, make_run("c-2", minutes=3, outcomes=("flaky",), head="e" * 40))
+    got = httpx.get(relay.url + "/api/v1/commits/" + "a" * 12).json()
+    assert got["sha"] == "a" * 12 and [r["id"] for r in got["runs"]] == ["c-1"]
+    assert got["jobs"] == []
+    assert httpx.get(relay.url + "/api/v1/commits/xyz").status_code == 400
+    hist = httpx.get(relay.url + "/api/v1/tests/history", params={"test": "c-1::t1"}).json()
+    assert [h["outcome"] for h in hist["history"]] == ["flaky"]
+    generic = httpx.get(relay.url + "/api/v1/tests/history",
+                        params={"test": "test/test_ops.py::TestCommon::test_0"}).json()["history"]
+    assert [h["run_id"] for h in generic] == ["c-2", "c-1"]
+    assert httpx.get(relay.url + "/api/v1/tests/history").status_code == 422
+    flaky = httpx.get(relay.url + "/api/v1/flaky").json()["flaky"]
+    assert {f["test_id"] for f in flaky} == {"c-1::t1", "c-2::t0"}
+
+
+def test_readiness_local_backend(relay: Relay) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    with relay.app.state.session_factory() as s:
+        for i in range(20):  # 19 green runs of 90 s and one red one, over 40 days
+            start = now - timedelta(days=2 * i, hours=1)
+            save_run(s, make_run(f"rd-{i}", outcomes=("failed",) if i == 3 else ("passed",),
+                                 started_at=start, finished_at=start + timedelta(seconds=90)))
+    r = httpx.get(relay.url + "/api/v1/backends/spyre-sim/readiness").json()
+    assert r["level"] == "L2" and r["local"] is True
+    assert r["jobs_14d"] == 7 and r["jobs_7d"] == 4
+    assert r["success_rate_7d"] == 0.75  # the red run is 6 days old
+    assert r["p50_e2e_ms"] == 90000.0 and r["share_over_3h_14d"] == 0.0
+    assert r["days_observed"] > 30
+    crit = {c["name"]: c["ok"] for c in r["criteria"]}
+    assert crit == {"days_at_l2": True, "success_rate_7d": False, "p50_e2e_ms": True,
+                    "share_over_3h_14d": True, "p50_queue_ms": True}
+    assert r["qualifies_for"] == "L2"
+    assert httpx.get(relay.url + "/api/v1/backends/acme/none/readiness").status_code == 404
+
+
+def test_readiness_of_downstream_repo_from_callbacks(crcr) -> None:
+    from tests.fakes.github import pull_request_payload
+    from tests.service.test_callbacks import _cb, _token
+
+    relay, fake = crcr()
+    relay.sender.send("pull_request", pull_request_payload(), delivery_id="rd-d")
+    relay.drain()
+    tok = _token(fake, "acme/l2-ci")
+    for i in range(3):
+        _cb(relay, tok, "rd-d", "in_progress", run_id=i)
+        _cb(relay, tok, "rd-d", "completed", run_id=i, conclusion="success")
+    r = httpx.get(relay.url + "/api/v1/backends/acme/l2-ci/readiness").json()
+    assert (r["level"], r["jobs_7d"], r["success_rate_7d"]) == ("L2", 3, 1.0)
+    assert r["qualifies_for"] == "L2"  # not a month at L2 yet
+    assert {c["name"]: c["ok"] for c in r["criteria"]}["days_at_l2"] is False
+    commit = httpx.get(relay.url + "/api/v1/commits/" + "a" * 40).json()
+    assert [(j["repo"], j["state"]) for j in commit["jobs"]] == [("acme/l2-ci", "COMPLETED")] * 3
+    page = httpx.get(relay.url + "/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "acme/l2-ci" in page.text and "COMPLETED" in page.text
+
+
+def test_page_renders_runs_escaped(relay: Relay) -> None:
+    with relay.app.state.session_factory() as s:
+        save_run(s, make_run("pg-1", title="<script>alert(1)</script>"))
+    html = httpx.get(relay.url + "/").text
+    assert "pg-1" in html and "&lt;script&gt;" in html and "<script>alert" not in html

@@ -43,6 +43,7 @@ def test_pull_request_fetches_all_pages_and_runs(tmp_path, start_relay, fake_git
                               delivery_id="pr-1")
     assert resp.status_code == 202
     relay_.drain(20)
+    relay_.wait_outbox()
 
     with relay_.app.state.session_factory() as s:
         row = get_delivery(s, "pr-1")

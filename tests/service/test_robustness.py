@@ -29,12 +29,22 @@ def test_concurrent_redeliveries_accept_exactly_one(relay: Relay, recorder: Reco
     assert [d.id for d in recorder.calls] == ["race-1"]
 
 
-def test_internal_error_is_json_without_traceback(relay: Relay) -> None:
+def test_database_failure_on_intake_is_503_json_without_traceback(relay: Relay) -> None:
     def broken() -> None:
         raise RuntimeError("database on fire")
 
     relay.app.state.session_factory = broken
     resp = relay.sender.send("pull_request", pull_request_payload(), delivery_id="boom-1")
+    assert resp.status_code == 503  # not stored: GitHub marks the delivery failed
+    assert resp.json() == {"detail": "delivery not stored: RuntimeError"}
+
+
+def test_internal_error_is_json_without_traceback(relay: Relay) -> None:
+    def broken() -> None:
+        raise RuntimeError("database on fire")
+
+    relay.app.state.session_factory = broken
+    resp = httpx.get(relay.url + "/api/v1/dashboard")
     assert resp.status_code == 500
     assert resp.json() == {"detail": "internal server error"}
 

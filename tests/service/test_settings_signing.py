@@ -57,8 +57,13 @@ def test_error_tree_is_pinned() -> None:
     assert sorted(errors.__all__) == sorted([
         "RelayError", "ConfigError", "SignatureError", "SignatureHeaderError", "SignatureMissing",
         "SignatureMalformed", "SignatureMismatch", "StoreError", "RunNotFound", "GitHubError",
-        "GitHubAPIError", "HudError", "HudBodyTooLarge", "HudPostError"])
+        "GitHubAPIError", "HudError", "HudBodyTooLarge", "HudPostError", "AllowlistError",
+        "CallbackError", "CallbackAuthError", "CallbackForbidden", "CallbackRateLimited",
+        "CallbackUnknown", "CallbackTransitionError"])
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.RelayError)
     assert issubclass(errors.SignatureMissing, errors.SignatureHeaderError)
     assert issubclass(errors.RunNotFound, KeyError)
+    assert issubclass(errors.AllowlistError, errors.ConfigError)
+    assert all(issubclass(getattr(errors, n), errors.CallbackError) for n in errors.__all__
+               if n.startswith("Callback"))

@@ -135,3 +135,11 @@ def test_webhook_relay_on_postgres(start_relay, recorder) -> None:
         relay.server.stop()  # release pooled connections before the schema is dropped
     finally:
         gen.close()
+
+
+def test_hud_result_never_moves_back_from_completed(session: Session) -> None:
+    key = dict(delivery_id="d", repo="r", run_id="1", attempt=1, job_name="j")
+    assert store_hud_result(session, **key, status="completed", conclusion="success", body={"v": 2})
+    assert not store_hud_result(session, **key, status="in_progress", conclusion=None, body={"v": 1})
+    (row,) = list_hud_results(session)
+    assert (row.status, row.body) == ("completed", {"v": 2})

@@ -1,0 +1,260 @@
+"""Intake benchmark: signed ~25 KB ``pull_request`` deliveries against the relay, next to a bare
+uvicorn app measured in the same run on the same machine.
+
+    python bench/intake.py [--seconds 5] [--rate 200] [--concurrency 16] [--database-url URL]
+
+Both servers run as separate processes under the same uvicorn settings (one worker, no
+access log, ``log_level=warning``); this process is the load generator (a small keep-alive
+HTTP/1.1 client on asyncio streams, so the client costs little next to the servers).
+
+* the relay: ``create_app`` from the environment (``relay serve`` without its access log),
+  a temp SQLite database (or ``--database-url``), and an allowlist with no targets, so the
+  worker only claims and closes each delivery — the numbers are intake: HMAC over the body,
+  header checks, JSON parse, the committed INSERT, the 202;
+* the bare app: a raw ASGI callable that reads the body and answers 202 — the ceiling.
+
+Two phases per server: *closed loop* (``--concurrency`` connections sending back to back for
+``--seconds``: throughput) and *open loop* at ``--rate`` req/s (requests sent on a fixed
+schedule; latency counted from the scheduled send time, so queueing is not hidden).
+Prints requests/s and p50/p99 latency in ms, and the relay/bare ratios.  Goals (issue 6):
+relay throughput ≥ 0.5× bare, p99 ≤ 50 ms at 200 req/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+SECRET = "bench-webhook-secret-0123456789"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def bare_app(scope, receive, send):  # noqa: ANN001 - a raw ASGI callable
+    """Reads the whole body and answers 202 ``{"status":"accepted"}``."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    body = b'{"status":"accepted"}'
+    await send({"type": "http.response.start", "status": 202,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def relay_factory():  # noqa: ANN201 - uvicorn --factory entry
+    """The relay app from the environment, as ``relay serve`` builds it."""
+    from relay.app import create_app
+    from relay.settings import get_settings
+
+    return create_app(get_settings())
+
+
+def payload_bytes(target: int = 25_000) -> bytes:
+    """A ``pull_request`` ``opened`` body padded (PR description) to about ``target`` bytes."""
+    payload = {
+        "action": "opened", "number": 4242,
+        "pull_request": {"number": 4242, "title": "Fix softmax on privateuse1", "state": "open",
+                         "html_url": "https://github.com/pytorch/pytorch/pull/4242",
+                         "head": {"sha": "a" * 40, "ref": "feature"},
+                         "base": {"sha": "b" * 40, "ref": "main"},
+                         "labels": [{"name": "module: nn"}], "merged": False, "body": ""},
+        "repository": {"full_name": "pytorch/pytorch", "id": 65600975},
+        "sender": {"login": "octocat"},
+    }
+    base = len(json.dumps(payload).encode())
+    payload["pull_request"]["body"] = "lorem ipsum " * ((target - base) // 12)
+    return json.dumps(payload).encode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(target: str, env: dict[str, str], factory: bool) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "uvicorn", target, "--app-dir", str(ROOT / "bench"),
+           "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    if factory:
+        cmd.append("--factory")
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{target} exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"{target} did not start")
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection sending signed deliveries."""
+
+    def __init__(self, port: int, body: bytes) -> None:
+        self.port, self.body = port, body
+        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        self.head = ("POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nX-GitHub-Event: pull_request\r\n"
+                     f"X-Hub-Signature-256: {sig}\r\nX-GitHub-Hook-ID: 1\r\n"
+                     f"Content-Length: {len(body)}\r\n")
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+    async def send(self) -> int:
+        delivery = f"X-GitHub-Delivery: {uuid.uuid4()}\r\n\r\n"
+        self.writer.write(self.head.encode() + delivery.encode() + self.body)
+        status_line = await self.reader.readline()
+        length = 0
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        await self.reader.readexactly(length)
+        return int(status_line.split()[1])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
+
+
+async def closed_loop(port: int, body: bytes, seconds: float, concurrency: int) -> dict:
+    lat: list[float] = []
+    bad = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal bad
+        conn = Conn(port, body)
+        await conn.open()
+        while time.perf_counter() < stop:
+            t0 = time.perf_counter()
+            status = await conn.send()
+            lat.append((time.perf_counter() - t0) * 1000)
+            bad += status != 202
+        conn.close()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - t0
+    return {"rps": len(lat) / elapsed, "p50": pct(lat, 50), "p99": pct(lat, 99), "n": len(lat),
+            "errors": bad}
+
+
+async def open_loop(port: int, body: bytes, seconds: float, rate: float) -> dict:
+    pool: asyncio.Queue[Conn] = asyncio.Queue()
+    for _ in range(64):
+        conn = Conn(port, body)
+        await conn.open()
+        pool.put_nowait(conn)
+    lat: list[float] = []
+    bad = 0
+    tasks = []
+
+    async def one(scheduled: float) -> None:
+        nonlocal bad
+        conn = await pool.get()
+        try:
+            status = await conn.send()
+        finally:
+            pool.put_nowait(conn)
+        lat.append((time.perf_counter() - scheduled) * 1000)
+        bad += status != 202
+
+    start = time.perf_counter()
+    n = int(seconds * rate)
+    for i in range(n):
+        scheduled = start + i / rate
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(scheduled)))
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - start
+    while not pool.empty():
+        pool.get_nowait().close()
+    return {"rps": n / elapsed, "p50": pct(lat, 50), "p99": pct(lat, 99), "n": n, "errors": bad}
+
+
+def measure(name: str, port: int, body: bytes, args: argparse.Namespace) -> dict:
+    asyncio.run(closed_loop(port, body, 1.0, args.concurrency))  # warm-up
+    closed = asyncio.run(closed_loop(port, body, args.seconds, args.concurrency))
+    opened = asyncio.run(open_loop(port, body, args.seconds, args.rate))
+    return {"name": name, "closed": closed, "open": opened}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--rate", type=float, default=200.0)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--database-url", default=None)
+    ap.add_argument("--json", action="store_true", help="print the numbers as JSON on stdout")
+    args = ap.parse_args()
+    body = payload_bytes()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        allowlist = Path(tmp) / "allowlist.yaml"
+        allowlist.write_text("L1: []\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "RELAY_WEBHOOK_SECRET": SECRET,
+               "RELAY_STATE_DIR": tmp, "RELAY_ALLOWLIST": str(allowlist),
+               "RELAY_DATABASE_URL": args.database_url or f"sqlite:///{tmp}/bench.db"}
+        for name, target, factory in (("bare uvicorn", "intake:bare_app", False),
+                                      ("relay", "intake:relay_factory", True)):
+            proc, port = start_server(target, env, factory)
+            try:
+                results.append(measure(name, port, body, args))
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    bare, relay = results
+    if args.json:
+        print(json.dumps({"body_bytes": len(body), "results": results}, indent=2))
+        return
+    out = sys.stderr
+    print(f"body {len(body)} bytes; closed loop {args.concurrency} connections, open loop "
+          f"{args.rate:.0f} req/s; {args.seconds:.0f} s each; {os.cpu_count()} CPUs", file=out)
+    print(f"{'server':14} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} | {'@rate req/s':>11} "
+          f"{'p50 ms':>8} {'p99 ms':>8} {'errors':>6}", file=out)
+    for r in results:
+        c, o = r["closed"], r["open"]
+        print(f"{r['name']:14} {c['rps']:9.0f} {c['p50']:8.2f} {c['p99']:8.2f} | {o['rps']:11.0f} "
+              f"{o['p50']:8.2f} {o['p99']:8.2f} {c['errors'] + o['errors']:6d}", file=out)
+    ratio = relay["closed"]["rps"] / bare["closed"]["rps"]
+    print(f"relay/bare throughput {ratio:.2f}x (goal >= 0.5x); relay p99 at "
+          f"{args.rate:.0f} req/s {relay['open']['p99']:.1f} ms (goal <= 50 ms)", file=out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""L3/L4 reporting on the upstream PR: one check run per downstream job, one comment per
+failing repo.
+
+Rules (CRCR; design §6): check runs go on the upstream head commit, named
+``crcr/<owner>/<repo>/<workflow>/<job>`` with ``external_id`` = ``<run_id>:<pr>``; L4 repos
+always get them, L3 repos only while the PR carries ``ciflow/crcr/<device>``.  The label may
+arrive before, during or after the run: ``on_labeled`` (called once per ``labeled``
+delivery) queues a check sync for every L3 job of that device on the PR, so a late label
+still produces the checks.  A failing L3/L4 job leaves one comment per repo on the PR, found
+again by a hidden marker (``<!-- crcr-relay:<org/repo> -->``) and edited, never duplicated.
+
+``sync_check`` and ``sync_comment`` are outbox handlers (called by the deliverer, possibly more
+than once per job): each makes GitHub match the job's *current* state, so order and repeats
+do not matter.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from relay.github.checks import (
+    CHECK_CONCLUSIONS,
+    create_check_run,
+    update_check_run,
+    upsert_marked_comment,
+)
+from relay.github.client import GitHubClient
+from relay.github.webhooks import Delivery
+from relay.store.dispatches import pr_labels
+from relay.store.jobs import jobs_for_pr
+from relay.store.outbox import enqueue
+from relay.store.tables import DispatchRecord, JobRecord
+
+__all__ = ["check_name", "checks_enabled", "sync_check", "sync_comment", "on_labeled",
+           "comment_marker"]
+
+log = logging.getLogger(__name__)
+
+
+def check_name(job: JobRecord) -> str:
+    return f"crcr/{job.repo}/{job.workflow_name or 'workflow'}/{job.job_name or 'job'}"
+
+
+def comment_marker(repo: str) -> str:
+    return f"<!-- crcr-relay:{repo} -->"
+
+
+def checks_enabled(session: Session, dispatch: DispatchRecord) -> bool:
+    """L4: always; L3: the PR has (or had in its payload) ``ciflow/crcr/<device>``."""
+    if dispatch.level == "L4":
+        return True
+    if dispatch.level != "L3" or not dispatch.device:
+        return False
+    label = f"ciflow/crcr/{dispatch.device}"
+    if label in (dispatch.labels or []):
+        return True
+    return dispatch.pr_number is not None and label in pr_labels(
+        session, dispatch.upstream, dispatch.pr_number)
+
+
+def _fields(job: JobRecord, dispatch: DispatchRecord) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "name": check_name(job), "head_sha": dispatch.head_sha,
+        "external_id": f"{job.run_id}:{dispatch.pr_number if dispatch.pr_number is not None else ''}",
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+    }
+    if job.state == "IN_PROGRESS":
+        fields["status"] = "in_progress"
+    else:
+        conclusion = job.conclusion if job.conclusion in CHECK_CONCLUSIONS else "neutral"
+        fields.update(status="completed", conclusion=conclusion,
+                      completed_at=job.completed_at.isoformat() if job.completed_at else None)
+    counts = job.test_results or {}
+    summary = ", ".join(f"{k}: {v}" for k, v in counts.items()) or "no test counts reported"
+    fields["output"] = {"title": f"{job.repo} {job.state.lower()}", "summary": summary}
+    if job.artifact_url:
+        fields["details_url"] = job.artifact_url
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _load(session: Session, job_id: int) -> tuple[JobRecord, DispatchRecord] | None:
+    job = session.get(JobRecord, job_id)
+    if job is None:
+        return None
+    dispatch = session.get(DispatchRecord, job.dispatch_id)
+    return (job, dispatch) if dispatch is not None else None
+
+
+def sync_check(session: Session, gh: GitHubClient, job_id: int) -> str:
+    """Create or update the job's check run; returns what happened (for logs/tests)."""
+    loaded = _load(session, job_id)
+    if loaded is None:
+        return "gone"
+    job, dispatch = loaded
+    if not dispatch.head_sha or not checks_enabled(session, dispatch):
+        return "not-enabled"
+    fields = _fields(job, dispatch)
+    if job.check_run_id is None:
+        job.check_run_id = create_check_run(gh, dispatch.upstream, fields)
+        session.commit()
+        return "created"
+    update_check_run(gh, dispatch.upstream, job.check_run_id, fields)
+    return "updated"
+
+
+def sync_comment(session: Session, gh: GitHubClient, job_id: int) -> str:
+    """Write the repo's failing-jobs comment on the PR (edit the marked one if present)."""
+    loaded = _load(session, job_id)
+    if loaded is None:
+        return "gone"
+    _, dispatch = loaded
+    if dispatch.pr_number is None or not checks_enabled(session, dispatch):
+        return "not-enabled"
+    failing = [j for j, d in jobs_for_pr(session, dispatch.upstream, dispatch.pr_number)
+               if j.repo == dispatch.repo and d.head_sha == dispatch.head_sha
+               and j.conclusion in ("failure", "timed_out", "cancelled", "startup_failure")]
+    marker = comment_marker(dispatch.repo)
+    lines = [marker, f"**{dispatch.repo}** ({dispatch.level}) reports failing jobs on "
+             f"`{(dispatch.head_sha or '')[:12]}`:", ""]
+    lines += [f"- `{check_name(j)}` run {j.run_id} attempt {j.run_attempt}: **{j.conclusion}**"
+              + (f" ([artifacts]({j.artifact_url}))" if j.artifact_url else "") for j in failing]
+    _, created = upsert_marked_comment(gh, dispatch.upstream, dispatch.pr_number, marker,
+                                       "\n".join(lines))
+    return "created" if created else "updated"
+
+
+def on_labeled(delivery: Delivery, session_factory: sessionmaker[Session]) -> int:
+    """For a ``pull_request`` ``labeled`` delivery with ``ciflow/crcr/<device>``: queue check
+    syncs for that device's L3 jobs on the PR (label after or during the run); returns how many."""
+    if delivery.event != "pull_request" or delivery.payload.get("action") != "labeled":
+        return 0
+    label = str((delivery.payload.get("label") or {}).get("name", ""))
+    if not label.startswith("ciflow/crcr/"):
+        return 0
+    device = label.removeprefix("ciflow/crcr/")
+    upstream = (delivery.payload.get("repository") or {}).get("full_name", "")
+    number = delivery.payload.get("number")
+    if number is None:
+        return 0
+    queued = 0
+    with session_factory() as session:
+        from relay.store.dispatches import record_labels
+
+        record_labels(session, upstream, int(number), [label])
+        for job, dispatch in jobs_for_pr(session, upstream, int(number)):
+            if dispatch.level == "L3" and dispatch.device == device:
+                enqueue(session, "check", {"job_id": job.id})
+                if job.conclusion in ("failure", "timed_out", "cancelled", "startup_failure"):
+                    enqueue(session, "comment", {"job_id": job.id})
+                queued += 1
+        session.commit()
+    return queued
