@@ -57,6 +57,8 @@ def replay(
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
     device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
     timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
+    head_env: Annotated[Optional[str], typer.Option("--head-env", help="Environment of the head run: current, torch==X, a wheel path or URL, +faults=<SPYRE_SIM_FAULTS>.")] = None,
+    base_env: Annotated[Optional[str], typer.Option("--base-env", help="Environment of the baseline (default: current when --head-env is given).")] = None,
     budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
 ) -> None:
     """Run the whole pipeline locally for one upstream change: select, run, store, report.
@@ -64,7 +66,8 @@ def replay(
     Exit status: 0 when the run's conclusion is success or neutral, 1 when it is failure,
     2 for bad input.
     """
-    from relay.pipeline import run_change
+    from relay.environments import EnvironmentError_
+    from relay.pipeline import SpecsInvalid, run_change
     from relay.render import BarProgress, print_outcome
 
     changeset = _read_change(ref)
@@ -72,7 +75,11 @@ def replay(
     progress = BarProgress(err)
     try:
         outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
-                             device=device, timeout_s=timeout, budget_minutes=budget_minutes)
+                             device=device, timeout_s=timeout, budget_minutes=budget_minutes,
+                             head_env=head_env, base_env=base_env)
+    except (EnvironmentError_, SpecsInvalid) as exc:
+        progress.close()
+        fail(str(exc))
     finally:
         progress.close()
     skipped = sum(1 for t in outcome.selection.selected if t.mode == "skip")
@@ -104,7 +111,7 @@ def select(
     from relay.pipeline import default_specs, load_items
     from relay.render import stage_table
     from selection.budget import durations_from_db
-    from selection.pipeline import Selector
+    from selection.pipeline import Selector, to_selection
 
     pair = src_from is not None or src_to is not None
     given = [x for x in (diff, files, changes) if x is not None] + ([True] if pair else [])
@@ -123,7 +130,10 @@ def select(
                   changeset_from_pr_files(files) if files is not None else load_changeset(changes))
     except InputError as exc:
         fail(str(exc))
-    mode = "auto" if upgrade is None else ("upgrade" if upgrade else "pr")
+    if upgrade is None:
+        mode = "upgrade" if pair else "auto"  # two versions given: upgrade mode
+    else:
+        mode = "upgrade" if upgrade else "pr"
     settings = _settings()
     items = load_items(spec or default_specs())
     try:
@@ -133,8 +143,6 @@ def select(
         fail(str(exc.args[0]))
     durations = durations_from_db(settings.database_url) if budget_minutes is not None else None
     state = selector.select_state(cs, mode=mode, budget_minutes=budget_minutes, durations=durations)
-    from selection.pipeline import to_selection
-
     selection = to_selection(state)
     if json_out:
         sys.stdout.write(selection.model_dump_json(indent=1, by_alias=True) + "\n")

@@ -163,18 +163,7 @@ class VenvProvider:
         return Environment(name=str(spec), python=python, torch=info)
 
     def _wheel(self, base: str, root: Path, python: Path) -> Path:
-        if base.endswith(".whl") and not base.startswith(("http://", "https://")):
-            path = Path(base).expanduser().resolve()
-            if not path.exists():
-                raise EnvironmentError_(f"{base}: no such wheel file")
-            return path
-        dest = root / "wheels"
-        self._run([str(python), "-m", "pip", "download", "-q", "--no-deps", "-d", str(dest), base],
-                  EnvSpec(base))
-        wheels = sorted(dest.glob("torch-*.whl"))
-        if not wheels:
-            raise EnvironmentError_(f"{base}: pip download produced no torch wheel")
-        return wheels[0]
+        return fetch_wheel(base, root / "wheels", python=python)
 
     @staticmethod
     def _run(cmd: list[str], spec: EnvSpec) -> None:
@@ -182,6 +171,40 @@ class VenvProvider:
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
             raise EnvironmentError_(f"building environment {spec.base!r} failed: " + " | ".join(tail))
+
+
+def fetch_wheel(requirement: str, dest: Path, *, python: Path | None = None) -> Path:
+    """The torch wheel for ``requirement`` (``torch==X``, a wheel URL, or a local wheel path),
+    downloaded with ``pip download --no-deps`` into ``dest`` unless already there.
+
+    Raises ``EnvironmentError_`` when the wheel cannot be had.
+    """
+    if requirement.endswith(".whl") and not requirement.startswith(("http://", "https://")):
+        path = Path(requirement).expanduser().resolve()
+        if not path.exists():
+            raise EnvironmentError_(f"{requirement}: no such wheel file")
+        return path
+    dest = Path(dest)
+    marker = dest / (hashlib.sha256(requirement.encode()).hexdigest()[:16] + ".txt")
+    if marker.exists() and (dest / marker.read_text().strip()).exists():
+        return dest / marker.read_text().strip()
+    before = set(dest.glob("torch-*.whl")) if dest.exists() else set()
+    VenvProvider._run([str(python or sys.executable), "-m", "pip", "download", "-q", "--no-deps",
+                       "-d", str(dest), requirement], EnvSpec(requirement))
+    wheels = sorted(set(dest.glob("torch-*.whl")) - before) or sorted(dest.glob("torch-*.whl"))
+    if not wheels:
+        raise EnvironmentError_(f"{requirement}: pip download produced no torch wheel")
+    marker.write_text(wheels[-1].name)
+    return wheels[-1]
+
+
+VERSION_PAIR = re.compile(r"^(?P<base>torch==[^\s]+?)\.\.(?P<head>torch==[^\s]+)$")
+
+
+def version_pair(ref: str) -> tuple[str, str] | None:
+    """``("torch==2.13.0", "torch==2.14.1")`` for ``torch==2.13.0..torch==2.14.1``, else ``None``."""
+    m = VERSION_PAIR.match(ref.strip())
+    return (m.group("base"), m.group("head")) if m else None
 
 
 PROVIDERS: list[Provider] = [CurrentProvider(), VenvProvider()]

@@ -12,11 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay.verdicts import Verdict
 from selection.models import StageStats
 from test_specs.results import OUTCOMES, TestResult
 
 Conclusion = Literal["success", "failure", "neutral"]
-Trigger = Literal["replay", "webhook"]
+Trigger = Literal["replay", "webhook", "baseline", "bisect"]
 
 
 class Run(BaseModel):
@@ -25,7 +26,10 @@ class Run(BaseModel):
     ``stages`` holds the four selection stages' stats (the refinement stage counts the tests it
     reran); ``results`` one ``TestResult`` per executed item; ``counts`` the number of results per
     outcome (every outcome in ``test_specs.results.OUTCOMES`` present, zero included).
-    ``conclusion`` is ``failure`` when any result failed, crashed or timed out.
+    ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
+    run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
+    ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
+    (``relay.environments.describe``); empty for a run in the current interpreter only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,6 +50,9 @@ class Run(BaseModel):
     stages: list[StageStats] = Field(default_factory=list)
     results: list[TestResult] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
+    environments: dict[str, dict[str, object]] = Field(default_factory=dict)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    baseline_run: str | None = None
 
     @staticmethod
     def count_outcomes(results: list[TestResult]) -> dict[str, int]:

@@ -19,8 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relay.models import Run, Trigger
+
+if TYPE_CHECKING:
+    from relay.environments import Environment
 from relay.settings import Settings
 from selection.models import ChangeSet, Selection
 from selection.pipeline import Selector, refine, to_selection
@@ -63,19 +67,37 @@ def default_specs() -> list[Path]:
     return list(spec_paths_default())
 
 
-def load_items(spec_paths: Sequence[Path]) -> list[SpecItem]:
-    """Every item the specs expand to (the selection universe), sorted by id."""
-    from test_specs.expand import expand
+class SpecsInvalid(ValueError):
+    """The specs could not be loaded or expanded; the message has one ``file:line:col: ...``
+    line per error."""
 
-    return list(expand(list(spec_paths)))
+
+def load_items(spec_paths: Sequence[Path]) -> list[SpecItem]:
+    """Every item the specs expand to (the selection universe), sorted by id.
+
+    Raises ``SpecsInvalid`` for a missing, malformed or semantically wrong spec.
+    """
+    from test_specs.expand import expand
+    from test_specs.loader import SpecLoadError
+
+    missing = [str(p) for p in spec_paths if not Path(p).is_file()]
+    if missing:
+        raise SpecsInvalid("; ".join(f"{m}: no such spec file" for m in missing))
+    try:
+        return list(expand(list(spec_paths)))
+    except (SpecLoadError, ValueError) as exc:
+        raise SpecsInvalid(str(exc)) from None
 
 
 def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
-                  progress: Progress, timeout_s: int) -> Callable[[Sequence[str]], list[TestResult]]:
-    """An executor running item ids in a fresh pytest subprocess per call (attempt dirs)."""
+                  progress: Progress, timeout_s: int, environment: "Environment | None" = None,
+                  ) -> Callable[[Sequence[str]], list[TestResult]]:
+    """An executor running item ids in a fresh pytest subprocess per call (attempt dirs),
+    with the interpreter and variables of ``environment`` (default: this interpreter)."""
     from test_specs.runner import run_items
 
     attempt = 0
+    extra = {} if environment is None else {"python": str(environment.python), "env": environment.env}
 
     def execute(ids: Sequence[str]) -> list[TestResult]:
         nonlocal attempt
@@ -85,7 +107,7 @@ def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
         sub = workdir / f"attempt-{attempt}"
         sub.mkdir(parents=True, exist_ok=True)
         return run_items(list(ids), list(spec_paths), workdir=sub, device=device,
-                         timeout_s=timeout_s, on_result=progress.result)
+                         timeout_s=timeout_s, on_result=progress.result, **extra)
 
     return execute
 
@@ -93,11 +115,18 @@ def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
 def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "replay",
                delivery_id: str | None = None, progress: Progress | None = None,
                spec_paths: Sequence[Path] | None = None, device: str = "spyre",
-               timeout_s: int = 120, report: bool = True) -> RunOutcome:
+               timeout_s: int = 120, report: bool = True,
+               budget_minutes: float | None = None, head_env: str | None = None,
+               base_env: str | None = None) -> RunOutcome:
     """Run the whole pipeline for ``changeset`` and return the stored run.
 
-    Raises ``test_specs`` loader errors for broken specs; a failed dashboard post is logged and
-    returned in ``report_error`` (the run is already stored; the outbox issue retries later).
+    With ``head_env`` (and ``base_env``, default ``current``) the tests run in those
+    environments (``relay.environments``): the baseline on the base is reused from the store or
+    computed first, every test gets a verdict, and the conclusion is failure iff one is NEW.
+
+    Raises ``test_specs`` loader errors for broken specs and ``EnvironmentError_`` for an
+    environment that cannot be built; a failed dashboard post is logged and returned in
+    ``report_error`` (the run is already stored).
     """
     from relay.store.db import create_schema, make_engine, make_session_factory
     from relay.store.runs import save_run
@@ -115,21 +144,52 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     selector = Selector(items, profile=settings.backend, index_device=device,
                         cache_dir=settings.state_dir / "index")
     progress.phase("selecting")
-    state = selector.select_state(changeset)
+    durations = None
+    if budget_minutes is not None:
+        from selection.budget import durations_from_db
+
+        durations = durations_from_db(settings.database_url)
+    state = selector.select_state(changeset, budget_minutes=budget_minutes, durations=durations)
     selection = to_selection(state)
     to_run = [t.id for t in selection.to_run]
+    head = base = None
+    if head_env is not None:
+        from relay.environments import prepare
+
+        progress.phase(f"preparing environments {head_env} / {base_env or 'current'}")
+        head = prepare(head_env, settings.state_dir)
+        base = prepare(base_env or "current", settings.state_dir)
+    base_line = None
+    if base is not None:
+        from relay.regression import baseline
+
+        progress.phase(f"baseline on {changeset.base} in {base.name}")
+        base_line = baseline(changeset, to_run, settings=settings, base_env=base,
+                             execute_base=make_executor(specs, workdir / "base", device, Progress(),
+                                                        timeout_s, base),
+                             stages=list(state.stats))
     progress.total(len(to_run))
     progress.phase("running tests")
-    execute = make_executor(specs, workdir, device, progress, timeout_s)
+    execute = make_executor(specs, workdir, device, progress, timeout_s, head)
     results = execute(to_run)
     progress.phase("refining")
     state = refine(state, results, execute, proposal_dir=workdir)
     final = list(state.results)
+    extra: dict = {"conclusion": Run.conclude(final)}
+    if base_line is not None and head is not None and base is not None:
+        from relay.environments import describe
+        from relay.regression import verdicts_for
+        from relay.verdicts import conclusion
+
+        verdicts = verdicts_for(final, base_line, settings=settings)
+        extra = {"conclusion": conclusion(verdicts), "verdicts": verdicts,
+                 "environments": {"head": describe(head), "base": describe(base)},
+                 "baseline_run": base_line.computed_run or (base_line.reused_from or [None])[0]}
     run = Run(id=run_id, backend=settings.backend, upstream=changeset.upstream,
               base=changeset.base, head=changeset.head, title=changeset.title, trigger=trigger,
               delivery_id=delivery_id, started_at=started, finished_at=datetime.now(timezone.utc),
-              universe=selection.universe, selected=len(to_run), conclusion=Run.conclude(final),
-              stages=list(state.stats), results=final, counts=Run.count_outcomes(final))
+              universe=selection.universe, selected=len(to_run),
+              stages=list(state.stats), results=final, counts=Run.count_outcomes(final), **extra)
     progress.phase("storing")
     engine = make_engine(settings.database_url)
     try:
@@ -138,6 +198,10 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
             save_run(session, run)
     finally:
         engine.dispose()
+    if run.environments:
+        from relay.regression import store_verdicts
+
+        store_verdicts(run, settings=settings)
     outcome = RunOutcome(run=run, selection=selection, notes=list(state.notes),
                          proposals=list(state.proposals), workdir=workdir)
     if report:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -41,10 +42,10 @@ class BarProgress(PipelineProgress):
         if self.task is None:
             return
         if result.id in self.done:  # a rerun: show it, do not advance past the total
-            self.bar.update(self.task, last=f"rerun {result.id}: {result.outcome}")
+            self.bar.update(self.task, last=escape(f"rerun {result.id}: {result.outcome}"))
             return
         self.done.add(result.id)
-        self.bar.update(self.task, advance=1, last=f"{result.outcome}: {result.id}"[:60])
+        self.bar.update(self.task, advance=1, last=escape(f"{result.outcome}: {result.id}"[:60]))
 
     def close(self) -> None:
         self.bar.stop()
@@ -73,20 +74,42 @@ def outcome_table(run: Run) -> Table:
     return table
 
 
+def verdict_table(run: Run) -> Table:
+    """Per verdict class: count of tests, and the environments compared."""
+    from relay.verdicts import count
+
+    table = Table(title="verdicts")
+    table.add_column("verdict")
+    table.add_column("tests", justify="right")
+    for kind, n in count(run.verdicts).items():
+        table.add_row(kind, str(n))
+    return table
+
+
 def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection: int) -> None:
-    """The replay summary: stage table, outcome table, notes, proposals, failures."""
+    """The replay summary: stage table, outcome table, verdicts, notes, proposals, failures."""
     run = outcome.run
     console.print(stage_table(outcome.selection))
     console.print(outcome_table(run))
+    if run.environments:
+        console.print(verdict_table(run))
+        for role in ("head", "base"):
+            env = run.environments.get(role, {})
+            console.print(f"{role}: {env.get('name')} (torch {env.get('torch_version')}, "
+                          f"git {str(env.get('torch_git_version'))[:12]})", highlight=False)
+        for v in run.verdicts:
+            if v.verdict in ("NEW", "INFRA"):
+                console.print(f"[red]{v.verdict}[/red] {escape(v.id)}: {escape(v.reason)}", highlight=False)
     console.print(f"{skipped_by_selection} selected tests classified skip (not run); "
                   f"{run.selected} run; stored in the database as run {run.id}")
     for note in outcome.notes[:10]:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     for path in outcome.proposals:
         console.print(f"proposed spec edits (review, not applied): {path}")
     failed = [r for r in run.results if r.outcome in ("failed", "crashed", "timed_out")]
     for r in failed[:15]:
-        console.print(f"[red]{r.outcome}[/red] {r.id}: {(r.message or '').splitlines()[0][:160] if r.message else ''}")
+        first = (r.message or "").splitlines()[0][:160] if r.message else ""
+        console.print(f"[red]{r.outcome}[/red] {escape(r.id)}: {escape(first)}", highlight=False)
     if len(failed) > 15:
         console.print(f"… and {len(failed) - 15} more")
     if outcome.report_error:
