@@ -19,6 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Cross-repository CI relay and regression service for PyTorch backends.")
 specs_app = typer.Typer(no_args_is_help=True, help="Validate test specs.")
 app.add_typer(specs_app, name="specs")
+db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
+app.add_typer(db_app, name="db")
 err = Console(stderr=True)
 
 
@@ -51,7 +53,7 @@ def _read_change(ref: str):
 
 @app.command()
 def replay(
-    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/).")],
+    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/), or a version pair torch==X..torch==Y (runs head and base in those versions).")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
     spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
@@ -70,8 +72,22 @@ def replay(
     from relay.pipeline import SpecsInvalid, run_change
     from relay.render import BarProgress, print_outcome
 
-    changeset = _read_change(ref)
+    from relay.environments import version_pair
+
     settings = _settings().model_copy(update={"backend": backend})
+    pair = version_pair(ref) if not Path(ref).exists() else None
+    if pair is not None:
+        from relay.inputs import InputError, changeset_from_versions
+
+        err.print(f"building the change set {pair[0]} → {pair[1]} from the release wheels …")
+        try:
+            changeset = changeset_from_versions(*pair, settings.state_dir / "wheels")
+        except InputError as exc:
+            fail(str(exc))
+        head_env = head_env or pair[1]
+        base_env = base_env or pair[0]
+    else:
+        changeset = _read_change(ref)
     progress = BarProgress(err)
     try:
         outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
@@ -220,6 +236,48 @@ def serve(
     except ConfigError as exc:
         fail(str(exc))
     uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", min=1, help="Pool processes (default: CPU count, at least 2).")] = None,
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery log level.")] = "INFO",
+    hostname: Annotated[Optional[str], typer.Option("--hostname", "-n", help="Worker node name (default: celery@<host>).")] = None,
+    pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo.")] = "prefork",
+) -> None:
+    """A Celery worker running deliveries and test shards (needs RELAY_BROKER_URL and, across
+    machines, a shared RELAY_DATABASE_URL such as PostgreSQL)."""
+    from pydantic import ValidationError
+
+    from relay.errors import ConfigError
+
+    try:
+        from relay.distributed.config import DistributedSettings
+        from relay.distributed.worker import start_worker
+    except ImportError as exc:
+        fail(f"relay worker needs Celery: pip install 'celery[redis]' ({exc})")
+    try:
+        settings = DistributedSettings()
+        settings.require_broker()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        fail(f"configuration: RELAY_{str(first['loc'][0]).upper()}: {first['msg']}")
+    except ConfigError as exc:
+        fail(str(exc))
+    if pool not in ("prefork", "threads", "solo"):
+        fail(f"--pool must be prefork, threads or solo, not {pool!r}")
+    start_worker(settings, concurrency=concurrency, loglevel=loglevel, hostname=hostname, pool=pool)
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision.")] = "head") -> None:
+    """Apply the Alembic migrations to RELAY_DATABASE_URL (the relay also does so at start)."""
+    from alembic import command
+
+    from relay.store.db import alembic_config
+
+    command.upgrade(alembic_config(_settings().database_url), revision)
+    err.print(f"database at {revision}")
 
 
 def main() -> None:  # pragma: no cover - console script entry

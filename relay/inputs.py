@@ -93,3 +93,21 @@ def changeset_from_diff(source: str, *, base: str = "unknown", head: str = "unkn
         files.append(ChangedFile(filename=filename, status="renamed" if prev else status,
                                  previous_filename=prev, patch=body or None))
     return ChangeSet(base=base, head=head, files=files)
+
+
+def changeset_from_versions(base_req: str, head_req: str, wheel_dir: Path) -> ChangeSet:
+    """The ChangeSet between two torch releases (``torch==X``), from their wheels.
+
+    The wheels are fetched with ``pip download --no-deps`` into ``wheel_dir`` (cached); raises
+    ``InputError`` when a wheel cannot be had or read.
+    """
+    from relay.changes import ChangeSourceError, build_changeset
+    from relay.environments import EnvironmentError_, fetch_wheel
+
+    try:
+        old = fetch_wheel(base_req, wheel_dir)
+        new = fetch_wheel(head_req, wheel_dir)
+        cs = build_changeset(old, new, title=f"{base_req} → {head_req}")
+    except (EnvironmentError_, ChangeSourceError) as exc:
+        raise InputError(str(exc)) from None
+    return cs.model_copy(update={"base": base_req, "head": head_req})

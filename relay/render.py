@@ -13,7 +13,7 @@ from rich.table import Table
 from relay.models import Run
 from relay.pipeline import Progress as PipelineProgress
 from relay.pipeline import RunOutcome
-from selection.models import Selection
+from selection.models import Selection, StageStats
 from test_specs.results import OUTCOMES, TestResult
 
 
@@ -51,12 +51,12 @@ class BarProgress(PipelineProgress):
         self.bar.stop()
 
 
-def stage_table(selection: Selection) -> Table:
-    """Per stage: in, out, ms."""
+def stage_table(selection: Selection, stages: list[StageStats] | None = None) -> Table:
+    """Per stage: in, out, ms (``stages`` default: the selection's, i.e. stages 1–3)."""
     table = Table(title=f"selection (universe {selection.universe})")
     for col in ("stage", "in", "out", "ms"):
         table.add_column(col, justify="left" if col == "stage" else "right")
-    for s in selection.stages:
+    for s in stages if stages is not None else selection.stages:
         table.add_row(s.name, str(s.in_), str(s.out), f"{s.ms:.1f}")
     return table
 
@@ -89,7 +89,7 @@ def verdict_table(run: Run) -> Table:
 def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection: int) -> None:
     """The replay summary: stage table, outcome table, verdicts, notes, proposals, failures."""
     run = outcome.run
-    console.print(stage_table(outcome.selection))
+    console.print(stage_table(outcome.selection, run.stages))
     console.print(outcome_table(run))
     if run.environments:
         console.print(verdict_table(run))

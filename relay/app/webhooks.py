@@ -30,6 +30,7 @@ import json
 import re
 from typing import Any
 
+from relay.app.body import BodyRefused, read_body
 from relay.app.metrics import event_label
 from relay.errors import SignatureError
 from relay.github import signing
@@ -40,38 +41,6 @@ __all__ = ["WebhookIntake", "WEBHOOK_BODY_CAP", "WEBHOOK_PATH"]
 WEBHOOK_BODY_CAP = 25 * 1024 * 1024  # bytes; GitHub caps webhook payloads at 25 MB
 WEBHOOK_PATH = "/webhooks/github"
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-async def _read_body(receive: Any, declared: str | None, cap: int) -> bytes:
-    """The request body; raises ``_Refused`` 413 over ``cap`` bytes (declared or received,
-    stopping at the first chunk past the cap) and 400 for a non-numeric Content-Length."""
-    if declared is not None:
-        try:
-            size = int(declared)
-        except ValueError:
-            raise _Refused(400, "invalid Content-Length header") from None
-        if size > cap:
-            raise _Refused(413, f"body of {size} bytes exceeds the {cap}-byte limit")
-    chunks: list[bytes] = []
-    received = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Refused(400, "client disconnected")
-        chunk = message.get("body", b"")
-        received += len(chunk)
-        if received > cap:
-            raise _Refused(413, f"body exceeds the {cap}-byte limit")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def _respond(send: Any, status: int, body: dict[str, Any]) -> None:
@@ -102,7 +71,7 @@ class WebhookIntake:
             return
         try:
             status, answer = await self._accept(receive, headers, event)
-        except _Refused as exc:
+        except BodyRefused as exc:
             self.state.metrics.deliveries.labels(event_label(event), "rejected").inc()
             status, answer = exc.status, {"detail": exc.detail}
         await _respond(send, status, answer)
@@ -110,22 +79,22 @@ class WebhookIntake:
     async def _accept(self, receive: Any, headers: dict[str, str], event: str | None
                       ) -> tuple[int, dict[str, Any]]:
         state = self.state
-        body = await _read_body(receive, headers.get("content-length"), WEBHOOK_BODY_CAP)
+        body = await read_body(receive, headers.get("content-length"), WEBHOOK_BODY_CAP)
         try:
             signing.verify(body, state.webhook_secret, headers.get("x-hub-signature-256"))
         except SignatureError as exc:
-            raise _Refused(exc.status_code, str(exc)) from None
+            raise BodyRefused(exc.status_code, str(exc)) from None
         delivery_id = headers.get("x-github-delivery")
         if not event or not _NAME.fullmatch(event):
-            raise _Refused(400, "missing or invalid X-GitHub-Event header")
+            raise BodyRefused(400, "missing or invalid X-GitHub-Event header")
         if not delivery_id or not _NAME.fullmatch(delivery_id):
-            raise _Refused(400, "missing or invalid X-GitHub-Delivery header")
+            raise BodyRefused(400, "missing or invalid X-GitHub-Delivery header")
         try:
             payload = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _Refused(400, f"body is not valid JSON: {exc}") from None
+            raise BodyRefused(400, f"body is not valid JSON: {exc}") from None
         if not isinstance(payload, dict):
-            raise _Refused(400, "body must be a JSON object")
+            raise BodyRefused(400, "body must be a JSON object")
 
         action = payload.get("action") if isinstance(payload.get("action"), str) else None
         if event == "ping":
@@ -141,7 +110,7 @@ class WebhookIntake:
                 hook_id=headers.get("x-github-hook-id"), payload=body.decode("utf-8"),
                 status=status)
         except Exception as exc:  # noqa: BLE001 - not stored: GitHub must see a failure
-            raise _Refused(503, f"delivery not stored: {type(exc).__name__}") from None
+            raise BodyRefused(503, f"delivery not stored: {type(exc).__name__}") from None
         counter = state.metrics.deliveries
         if not inserted:
             counter.labels(event_label(event), "duplicate").inc()
