@@ -8,7 +8,9 @@ aten op runs on the CPU through one boxed fallback, limited by the op support ta
 Modules: ``registration`` (wiring into torch), ``memory`` (allocation, accounting, OOM),
 ``tensors`` (device tensors over CPU memory), ``fallback`` (the op runner), ``support`` and
 ``support.yaml`` (the op table), ``numerics`` (fp16 policy), ``adapters`` (op rewrites),
-``faults`` (fault injection), ``device_module`` (``torch.spyre``), ``errors``.
+``faults`` (fault injection), ``device_module`` (``torch.spyre``), ``errors``,
+``compiler`` and ``graph_rewrites`` (``torch.compile(..., backend="spyre")``), ``opinfo_compare``,
+``opinfo_check`` and ``opinfo_results`` (the OpInfo sweep and its committed outcome table).
 
 Environment (all read once at import):
 
@@ -22,6 +24,10 @@ from __future__ import annotations
 from . import registration as _registration
 
 _registration.register()
+
+from . import compiler as _compiler  # noqa: E402
+
+_compiler.register()
 
 from . import support  # noqa: E402
 from .errors import SpyreDtypeError, SpyreError, SpyreUnsupportedOpError  # noqa: E402

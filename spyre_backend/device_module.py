@@ -1,14 +1,14 @@
 """``torch.spyre``: the runtime module of the simulated Spyre device (one card, index 0).
 
 Registered by ``spyre_backend.registration`` as ``torch.spyre``. Everything runs synchronously
-on the host, so ``synchronize`` returns at once and streams/events only record order and time.
+on the host, so ``synchronize`` returns at once; streams and events (``spyre_backend.streams``)
+keep the stream-ordering contract because every op completes before it returns.
 Random numbers for device tensors come from a private CPU ``torch.Generator`` seeded through
 ``manual_seed``/``manual_seed_all`` (``torch.manual_seed`` calls ``manual_seed_all``).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import torch
 
 from . import memory
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 __all__ = [
     "SpyreDeviceProperties",
@@ -39,6 +40,8 @@ __all__ = [
     "generator",
     "current_stream",
     "default_stream",
+    "set_stream",
+    "stream",
     "memory_allocated",
     "max_memory_allocated",
     "reset_peak_memory_stats",
@@ -189,83 +192,3 @@ def set_rng_state(new_state: torch.Tensor, device: Any = None) -> None:
     """Restore a state from ``get_rng_state``."""
     _generator.set_state(new_state)
 
-
-# --- streams and events ------------------------------------------------------------------------
-
-
-class Event:
-    """A marker in a stream. Work is synchronous, so a recorded event is already complete."""
-
-    def __init__(self, enable_timing: bool = False) -> None:
-        self.enable_timing = enable_timing
-        self._time: float | None = None
-
-    def record(self, stream: "Stream | None" = None) -> None:
-        """Mark the point after all work issued so far on ``stream`` (default: current)."""
-        self._time = time.perf_counter()
-
-    def query(self) -> bool:
-        """True when the marked work has finished (always, once recorded)."""
-        return True
-
-    def synchronize(self) -> None:
-        """Wait for the marked work (returns at once)."""
-
-    def wait(self, stream: "Stream | None" = None) -> None:
-        """Make ``stream`` wait for this event (a no-op: work is already ordered)."""
-
-    def elapsed_time(self, end_event: "Event") -> float:
-        """Milliseconds between this event and ``end_event`` (both recorded, timing enabled).
-
-        Raises:
-            RuntimeError: an event was not recorded or timing is disabled.
-        """
-        if not (self.enable_timing and end_event.enable_timing):
-            raise RuntimeError("spyre: both events need enable_timing=True")
-        if self._time is None or end_event._time is None:
-            raise RuntimeError("spyre: both events must be recorded before elapsed_time")
-        return (end_event._time - self._time) * 1000.0
-
-
-class Stream:
-    """An in-order queue of work on the card; all streams complete work synchronously."""
-
-    def __init__(self, device: Any = None, priority: int = 0) -> None:
-        self.device = torch.device("spyre", _check_index(device))
-        self.priority = priority
-
-    def synchronize(self) -> None:
-        """Wait for all work on this stream (returns at once)."""
-
-    def query(self) -> bool:
-        """True when all work on this stream has finished (always)."""
-        return True
-
-    def record_event(self, event: Event | None = None) -> Event:
-        """Record ``event`` (or a new one) on this stream and return it."""
-        event = event or Event()
-        event.record(self)
-        return event
-
-    def wait_event(self, event: Event) -> None:
-        """Order later work on this stream after ``event`` (already satisfied)."""
-
-    def wait_stream(self, stream: "Stream") -> None:
-        """Order later work on this stream after all work on ``stream`` (already satisfied)."""
-
-
-_default_stream: Stream | None = None
-
-
-def current_stream(device: Any = None) -> Stream:
-    """The stream work is issued to (the default stream)."""
-    return default_stream(device)
-
-
-def default_stream(device: Any = None) -> Stream:
-    """The card's default stream (created on first use, after the device is registered)."""
-    global _default_stream
-    _check_index(device)
-    if _default_stream is None:
-        _default_stream = Stream()
-    return _default_stream

@@ -16,7 +16,17 @@ __all__ = ["SpyreError", "SpyreUnsupportedOpError", "SpyreDtypeError"]
 
 
 class SpyreError(Exception):
-    """Base class of every Spyre-specific error."""
+    """Base class of every Spyre-specific error.
+
+    Attributes (both None when the raiser did not know them):
+        aten_op: the aten overload that reached the device, e.g. ``"aten::pow.Tensor_Scalar_out"``.
+        reason: the short reason, without the ``spyre: <op>`` prefix, e.g. ``"has no Spyre kernel"``.
+    """
+
+    def __init__(self, message: str, *, aten_op: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.aten_op = aten_op
+        self.reason = reason
 
 
 class SpyreUnsupportedOpError(SpyreError, NotImplementedError):

@@ -5,7 +5,9 @@ argument, or ``device="spyre"``). Steps, in order:
 
 1. look the overload up in the support table (``spyre_backend.support``); absent or denied →
    ``SpyreUnsupportedOpError`` (a ``NotImplementedError``) naming the aten op;
-2. check the dtype of every device tensor argument → ``SpyreDtypeError`` (a ``TypeError``);
+2. check the dtype of every device tensor argument → ``SpyreDtypeError`` (a ``TypeError``), and
+   that no CPU tensor (other than a 0-dim scalar) is mixed in → PyTorch's same-device
+   ``RuntimeError`` (copies and CPU index tensors excepted, as on CUDA);
 3. replace device tensors by CPU aliases of the same bytes (``tensors.cpu_alias``) and a
    ``device="spyre"`` argument by the CPU; apply the fp32→fp16 policy of ``numerics`` and the
    adapter named in the table, if any;
@@ -34,7 +36,7 @@ _REJECTED = (torch.float64, torch.complex32, torch.complex64, torch.complex128)
 class _OpInfo:
     """Per-overload facts derived once from the schema and the support table."""
 
-    __slots__ = ("name", "full", "row", "dtypes", "returns", "mutated", "outs", "handler")
+    __slots__ = ("name", "full", "row", "dtypes", "dtype_objs", "returns", "mutated", "outs", "handler", "same_device")
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
         schema = op._schema
@@ -42,6 +44,8 @@ class _OpInfo:
         self.full = schema.name if op._overloadname == "default" else f"{schema.name}.{op._overloadname}"
         self.row = support.lookup(self.full)
         self.dtypes = frozenset(self.row.dtypes) if self.row else frozenset()
+        # torch.dtype objects accepted (float64/complex never): the per-tensor check is one set lookup.
+        self.dtype_objs = frozenset(getattr(torch, d) for d in self.dtypes) - frozenset(_REJECTED)
         # returns: list of ("fresh", None) | ("write", alias_set) | ("view", alias_set)
         self.returns = []
         for r in schema.returns:
@@ -60,6 +64,7 @@ class _OpInfo:
                 if arg.kwarg_only:
                     self.outs.append((i, arg.name))
         self.handler = _SPECIAL.get(self.full)
+        self.same_device = self.name not in _MIXED_DEVICE_OK
 
 
 _infos: dict[Any, _OpInfo] = {}
@@ -70,12 +75,12 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _check_dtype(info: _OpInfo, dtype: torch.dtype) -> None:
+    if dtype in info.dtype_objs:
+        return
     name = _dtype_name(dtype)
     if dtype in _REJECTED or name not in info.dtypes:
-        raise SpyreDtypeError(
-            f"spyre: {info.full} does not support dtype {name} on Spyre "
-            f"(supported: {', '.join(sorted(info.dtypes))})"
-        )
+        why = f"does not support dtype {name} on Spyre (supported: {', '.join(sorted(info.dtypes))})"
+        raise SpyreDtypeError(f"spyre: {info.full} {why}", aten_op=info.full, reason=why)
 
 
 def _is_dev(x: Any) -> bool:
@@ -97,6 +102,29 @@ def _to_cpu(info: _OpInfo, x: Any, downcast: list) -> Any:
     return x
 
 
+# Ops that take CPU tensors next to device tensors on CUDA too: copies between devices,
+# CPU index tensors, tensor_split's CPU sections tensor.
+_MIXED_DEVICE_OK = frozenset({
+    "aten::copy_", "aten::_to_copy", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::set_",
+    "aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_", "aten::tensor_split",
+})
+
+
+def _check_same_device(args: tuple, kwargs: dict, device: torch.device) -> None:
+    """PyTorch's cross-device error for a CPU tensor (not a 0-dim scalar) mixed with device tensors.
+
+    Raises:
+        RuntimeError: "Expected all tensors to be on the same device, ..." (as TensorIterator says).
+    """
+    for x in (*args, *kwargs.values()):
+        for t in (x if isinstance(x, (list, tuple)) else (x,)):
+            if isinstance(t, torch.Tensor) and t.dim() > 0 and t.device.type != DEVICE_TYPE:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two devices, "
+                    f"{device} and {t.device}!"
+                )
+
+
 def _has_fp32_device_tensor(args: tuple, kwargs: dict) -> bool:
     for x in (*args, *kwargs.values()):
         if isinstance(x, torch.Tensor):
@@ -113,7 +141,7 @@ def _unsupported(info: _OpInfo) -> SpyreUnsupportedOpError:
         why = f"{info.name} is not in the Spyre op support table"
     else:
         why = f"{info.row.name} {info.row.reason}"
-    return SpyreUnsupportedOpError(f"spyre: {info.full} is not supported on Spyre: {why}")
+    return SpyreUnsupportedOpError(f"spyre: {info.full} is not supported on Spyre: {why}", aten_op=info.full, reason=why)
 
 
 def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
@@ -142,6 +170,8 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
             if _is_dev(x) or (isinstance(x, (list, tuple)) and any(_is_dev(e) for e in x)):
                 out_device = x.device if _is_dev(x) else next(e.device for e in x if _is_dev(e))
                 break
+        if out_device is not None and info.same_device:
+            _check_same_device(args, kwargs, out_device)
 
     downcast: list | None = None
     if row.category == "compute" and numerics.downcast_fp32 and _has_fp32_device_tensor(args, kwargs):
@@ -338,7 +368,8 @@ def _copy_from(info, op, args, kwargs):
 
 
 def _unsupported_resize(info):
-    return SpyreUnsupportedOpError(f"spyre: {info.full} would need aten::resize_, which Spyre lacks")
+    why = "would need aten::resize_, which Spyre lacks"
+    return SpyreUnsupportedOpError(f"spyre: {info.full} {why}", aten_op=info.full, reason=why)
 
 
 def _redispatch_cpu(info, op, args, kwargs):

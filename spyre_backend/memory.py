@@ -57,7 +57,9 @@ _lock = threading.Lock()
 _allocated = 0
 _peak = 0
 # data_ptr -> (owner CPU uint8 tensor, rounded bytes)
-_owners: dict[int, tuple[torch.Tensor, int]] = {}
+_CPU = torch.device("cpu")
+# data_ptr -> (owning CPU uint8 tensor, charged bytes, non-owning CPU alias storage)
+_owners: dict[int, tuple[torch.Tensor, int, torch.UntypedStorage]] = {}
 
 
 def capacity() -> int:
@@ -110,8 +112,10 @@ def allocate_storage(nbytes: int, device: torch.device) -> torch.UntypedStorage:
         raise
     ptr = owner.data_ptr()
     storage = torch._C._construct_storage_from_data_pointer(ptr, device, nbytes)
+    # The CPU alias storage is built once here (hot path: every op reads device tensors).
+    alias = torch._C._construct_storage_from_data_pointer(ptr, _CPU, nbytes)
     with _lock:
-        _owners[ptr] = (owner, rounded)
+        _owners[ptr] = (owner, rounded, alias)
     weakref.finalize(storage, _release, ptr)
     return storage
 
@@ -119,11 +123,14 @@ def allocate_storage(nbytes: int, device: torch.device) -> torch.UntypedStorage:
 def cpu_storage(device_storage: torch.UntypedStorage) -> torch.UntypedStorage:
     """A non-owning, non-resizable CPU ``UntypedStorage`` over the bytes of a device storage.
 
-    The caller must keep the device storage alive while the CPU storage is in use.
+    The caller must keep the device storage alive while the CPU storage is in use. Storages
+    from ``allocate_storage`` reuse the alias built at allocation (no new object per op).
     """
-    return torch._C._construct_storage_from_data_pointer(
-        device_storage.data_ptr(), torch.device("cpu"), device_storage.nbytes()
-    )
+    ptr = device_storage.data_ptr()
+    entry = _owners.get(ptr)
+    if entry is not None and entry[2].nbytes() == device_storage.nbytes():
+        return entry[2]
+    return torch._C._construct_storage_from_data_pointer(ptr, _CPU, device_storage.nbytes())
 
 
 def memory_allocated(device: object = None) -> int:

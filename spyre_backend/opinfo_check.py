@@ -1,30 +1,46 @@
 """Measure which OpInfo (op, dtype) pairs run on Spyre and match the CPU.
 
-``python -m spyre_backend.opinfo_check [--ops add,mul,...] [--dtypes float16,float32] [--json]``
+Usage::
 
-For each OpInfo in ``op_db`` named in ``--ops`` (default ``FIRST_SPEC_OPS``) and each dtype,
-every sample from ``op.sample_inputs("cpu", dtype)`` is run on the CPU and on Spyre (sample
-tensors moved with ``.to("spyre")``), and the outputs compared with
-``torch.testing.assert_close`` at ``TOLERANCES[dtype]``. A pair is ``pass`` when every sample
-matches, ``unsupported`` when Spyre refuses a sample (the first aten reason is kept),
-``mismatch`` when a sample differs, ``error`` on any other exception. ``--grad`` compares the
-input gradients of ``sum(outputs)`` instead (backward run on Spyre).
+    python -m spyre_backend.opinfo_check [--ops add,mul | --all] [--dtypes float16,float32]
+                                         [--grad] [--json] [--out FILE [--update]] [--jobs N]
+
+``--ops`` takes OpInfo names (every variant of a name is included) or ``name.variant``
+subjects; the default is ``FIRST_SPEC_OPS``; ``--all`` takes every OpInfo in ``op_db``.
+Each (subject, dtype) is compared by ``spyre_backend.opinfo_compare.check_op`` (``--grad``:
+``check_grad``). With ``--out FILE`` the results are written in the committed table format
+of ``spyre_backend.opinfo_results`` (regenerate the table with
+``--all --out spyre_backend/opinfo_results.json``; ``--update`` re-runs only the selected
+subjects and keeps the table's other rows).
+
+Containment: ``--out``/``--all`` runs the comparisons in ``--jobs`` worker processes (default 2).
+A pair that kills its worker (segfault, abort) or makes no progress for ``STALL_SECONDS`` is
+recorded as ``error`` and the worker is restarted after it; inside a worker each pair has a
+``PAIR_TIMEOUT_SECONDS`` alarm.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 import warnings
+from pathlib import Path
 
 import spyre_backend  # noqa: F401  (must precede torch.testing._internal imports)
 import torch
-from torch.utils._pytree import tree_map
 
-from .errors import SpyreDtypeError, SpyreUnsupportedOpError
+from . import opinfo_results
+from .opinfo_compare import TOLERANCES, check_grad, check_op, subject_name
+from .opinfo_results import Outcome
 
-__all__ = ["FIRST_SPEC_OPS", "TOLERANCES", "check_op", "main"]
+__all__ = ["FIRST_SPEC_OPS", "select_opinfos", "sweep", "main"]
 
 FIRST_SPEC_OPS = (
     "add sub mul div neg abs exp log sqrt rsqrt tanh sigmoid sin cos nn.functional.relu "
@@ -33,115 +49,171 @@ FIRST_SPEC_OPS = (
     "nn.functional.linear nn.functional.embedding var cumsum index_put nn.functional.dropout"
 ).split()
 
-# (atol, rtol): fp16-level; float32 is computed in fp16, so its rtol is one fp16 ulp wider.
-TOLERANCES = {
-    "float16": (1e-2, 1e-2),
-    "bfloat16": (1e-1, 1.6e-2),
-    "float32": (1e-2, 1.6e-2),
-}
+PAIR_TIMEOUT_SECONDS = 600
+STALL_SECONDS = 900
 
 
-def _to(x, device):
-    return x.to(device) if isinstance(x, torch.Tensor) else x
+def select_opinfos(names: list[str] | None) -> list:
+    """OpInfos of ``op_db`` matching ``names`` (OpInfo names or subjects); all when None."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    if names is None:
+        return list(op_db)
+    wanted = set(names)
+    return [o for o in op_db if o.name in wanted or subject_name(o) in wanted]
 
 
-def check_op(opinfo, dtype: torch.dtype) -> tuple[str, str]:
-    """``(status, detail)`` for one OpInfo in one dtype (see the module docstring)."""
-    atol, rtol = TOLERANCES[str(dtype).removeprefix("torch.")]
-    n = 0
-    for sample in opinfo.sample_inputs("cpu", dtype):
-        n += 1
-        expected = opinfo(sample.input, *sample.args, **sample.kwargs)
-        sinput, sargs, skwargs = tree_map(lambda x: _to(x, "spyre"), (sample.input, sample.args, sample.kwargs))
-        try:
-            actual = opinfo(sinput, *sargs, **skwargs)
-        except (SpyreUnsupportedOpError, SpyreDtypeError) as exc:
-            return "unsupported", str(exc).splitlines()[0]
-        except Exception as exc:  # noqa: BLE001 - report, don't crash the sweep
-            return "error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        actual = tree_map(lambda x: _to(x, "cpu"), actual)
-        try:
-            torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True, check_device=False)
-        except AssertionError as exc:
-            lines = [ln.strip() for ln in str(exc).splitlines() if "Greatest" in ln or "Mismatched" in ln]
-            return "mismatch", f"sample {n}: " + "; ".join(lines)
-    return "pass", f"{n} samples"
+class _PairTimeout(BaseException):
+    """Raised by SIGALRM; a BaseException so ``check_op``'s ``except Exception`` lets it through."""
 
 
-def _grad_tensors(x) -> list[torch.Tensor]:
-    """Tensors in pytree ``x`` that require grad (sample leaves, or differentiable outputs)."""
-    out: list[torch.Tensor] = []
-    tree_map(lambda t: out.append(t) if isinstance(t, torch.Tensor) and t.requires_grad else None, x)
-    return out
+def _on_alarm(signum, frame):  # noqa: ARG001
+    raise _PairTimeout()
 
 
-def check_grad(opinfo, dtype: torch.dtype) -> tuple[str, str]:
-    """Like ``check_op`` but compares input gradients of ``sum(outputs)`` (backward on Spyre)."""
-    if not opinfo.supports_autograd:
-        return "pass", "no autograd"
-    atol, rtol = TOLERANCES[str(dtype).removeprefix("torch.")]
-    n = 0
-    for sample in opinfo.sample_inputs("cpu", dtype, requires_grad=True):
-        n += 1
-        cpu_in = (sample.input, sample.args, sample.kwargs)
-        outs = _grad_tensors(opinfo(sample.input, *sample.args, **sample.kwargs))
-        leaves = _grad_tensors(cpu_in)
-        if not outs or not leaves:
-            continue
-        expected = torch.autograd.grad(sum(o.sum() for o in outs), leaves, allow_unused=True)
+def _run_pair(opinfo, dtype: str, grad: bool) -> Outcome:
+    torch.manual_seed(0)
+    check = check_grad if grad else check_op
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(PAIR_TIMEOUT_SECONDS)
+    try:
+        return check(opinfo, getattr(torch, dtype))
+    except _PairTimeout:
+        return Outcome(subject_name(opinfo), dtype, "error", reason=f"timed out after {PAIR_TIMEOUT_SECONDS} s")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
-        def move(t):
-            if not isinstance(t, torch.Tensor):
-                return t
-            return t.detach().to("spyre").requires_grad_(t.requires_grad)
 
-        dev_in = tree_map(move, cpu_in)
-        try:
-            douts = _grad_tensors(opinfo(dev_in[0], *dev_in[1], **dev_in[2]))
-            actual = torch.autograd.grad(sum(o.sum() for o in douts), _grad_tensors(dev_in), allow_unused=True)
-        except (SpyreUnsupportedOpError, SpyreDtypeError) as exc:
-            return "unsupported", str(exc).splitlines()[0]
-        except Exception as exc:  # noqa: BLE001
-            return "error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        actual = tree_map(lambda x: _to(x, "cpu"), actual)
-        try:
-            torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True, check_device=False)
-        except AssertionError as exc:
-            lines = [ln.strip() for ln in str(exc).splitlines() if "Greatest" in ln or "Mismatched" in ln]
-            return "mismatch", f"sample {n}: " + "; ".join(lines)
-    return "pass", f"{n} samples"
+def _worker(pairs: list[tuple[str, str]], out: Path, grad: bool) -> None:
+    """Run ``pairs`` in this process, appending ``start``/``done`` JSON lines to ``out``."""
+    warnings.simplefilter("ignore")
+    by_subject = {subject_name(o): o for o in select_opinfos(None)}
+    with out.open("a", encoding="utf-8") as f:
+        for subject, dtype in pairs:
+            f.write(json.dumps({"event": "start", "subject": subject, "dtype": dtype}) + "\n")
+            f.flush()
+            outcome = _run_pair(by_subject[subject], dtype, grad)
+            f.write(json.dumps({"event": "done", **outcome.to_json()}) + "\n")
+            f.flush()
+
+
+def _read_log(path: Path) -> tuple[dict[tuple[str, str], Outcome], tuple[str, str] | None]:
+    done: dict[tuple[str, str], Outcome] = {}
+    started = None
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            key = (row["subject"], row["dtype"])
+            if row.pop("event") == "start":
+                started = key
+            else:
+                done[key] = Outcome(**row)
+    return done, (started if started not in done else None)
+
+
+def _run_shard(pairs: list[tuple[str, str]], log: Path, grad: bool, results: dict) -> None:
+    """Drive one worker subprocess over ``pairs``, restarting it after a crash or stall."""
+    remaining = list(pairs)
+    while remaining:
+        cmd = [sys.executable, "-m", "spyre_backend.opinfo_check", "--worker", str(log)] + (["--grad"] if grad else [])
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc.stdin.write(json.dumps(remaining))
+        proc.stdin.close()
+        last_size, last_change = -1, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(1)
+            size = log.stat().st_size if log.exists() else 0
+            if size != last_size:
+                last_size, last_change = size, time.monotonic()
+            elif time.monotonic() - last_change > STALL_SECONDS:
+                proc.kill()
+        proc.wait()
+        stderr = proc.stderr.read()
+        done, crashed = _read_log(log)
+        if crashed is not None:
+            why = "stalled (killed)" if proc.returncode == -signal.SIGKILL else f"worker died (exit {proc.returncode})"
+            tail = stderr.strip().splitlines()[-1][:200] if stderr.strip() else ""
+            done[crashed] = Outcome(crashed[0], crashed[1], "error", reason=f"{why} {tail}".strip())
+            with log.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"event": "done", **done[crashed].to_json()}) + "\n")
+        elif proc.returncode != 0 and not all(p in done for p in remaining):
+            raise RuntimeError(f"opinfo_check worker failed: {stderr[-2000:]}")
+        results.update(done)
+        remaining = [p for p in remaining if p not in done]
+
+
+def sweep(opinfos: list, dtypes: list[str], jobs: int = 2, grad: bool = False) -> list[Outcome]:
+    """Compare every (opinfo, dtype) in ``jobs`` contained worker processes; outcomes in input order."""
+    pairs = [(subject_name(o), d) for o in opinfos for d in dtypes]
+    shards = [pairs[i::jobs] for i in range(jobs)]
+    results: dict[tuple[str, str], Outcome] = {}
+    with tempfile.TemporaryDirectory(prefix="spyre_opinfo_") as tmp:
+        threads = [
+            threading.Thread(target=_run_shard, args=(shard, Path(tmp) / f"shard{i}.jsonl", grad, results))
+            for i, shard in enumerate(shards) if shard
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return [results[p] for p in pairs if p in results]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the sweep and print one line per (op, dtype) (or JSON with ``--json``)."""
+    """Run the sweep; print one line per (subject, dtype), JSON with ``--json``, or write ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", default=",".join(FIRST_SPEC_OPS))
+    parser.add_argument("--all", action="store_true", help="every OpInfo in op_db")
     parser.add_argument("--dtypes", default="float16,float32")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--grad", action="store_true", help="compare gradients instead of outputs")
+    parser.add_argument("--out", help="write the results table (opinfo_results format) here")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--update", action="store_true",
+                        help="with --out: keep the other rows of the existing table, replace only the pairs run now")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    wanted = ns.ops.split(",")
-    by_name: dict[str, list] = {}
-    for o in op_db:
-        if o.name in wanted:
-            by_name.setdefault(o.name, []).append(o)
-    rows = []
-    warnings.simplefilter("ignore")
-    for name in wanted:
-        for opinfo in by_name.get(name, []):
-            for dt in ns.dtypes.split(","):
-                torch.manual_seed(0)
-                check = check_grad if ns.grad else check_op
-                status, detail = check(opinfo, getattr(torch, dt))
-                variant = f"{opinfo.name}{'.' + opinfo.variant_test_name if opinfo.variant_test_name else ''}"
-                rows.append({"op": variant, "dtype": dt, "status": status, "detail": detail})
-    if ns.json:
-        json.dump(rows, sys.stdout, indent=1)
+    if ns.worker:
+        _worker([tuple(p) for p in json.load(sys.stdin)], Path(ns.worker), ns.grad)
+        return 0
+    dtypes = ns.dtypes.split(",")
+    opinfos = select_opinfos(None if ns.all else ns.ops.split(","))
+    start = time.monotonic()
+    if ns.out or ns.all:
+        outcomes = sweep(opinfos, dtypes, jobs=ns.jobs, grad=ns.grad)
     else:
-        for r in rows:
-            print(f"{r['op']:<32} {r['dtype']:<9} {r['status']:<12} {r['detail'][:150]}")
+        warnings.simplefilter("ignore")
+        outcomes = [_run_pair(o, d, ns.grad) for o in opinfos for d in dtypes]
+    if ns.out:
+        meta = {
+            "torch": torch.__version__,
+            "precision": os.environ.get("SPYRE_SIM_PRECISION", "fp16"),
+            "comparison": "gradients" if ns.grad else "outputs",
+            "generated_by": "python -m spyre_backend.opinfo_check " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "elapsed_s": round(time.monotonic() - start, 1),
+        }
+        if ns.update and Path(ns.out).exists():
+            old = opinfo_results.load_file(ns.out)
+            old.update({(o.subject, o.dtype): o for o in outcomes})
+            outcomes = list(old.values())
+            meta["generated_by"] += " (update of a full --all sweep)"
+        present = {o.dtype for o in outcomes}
+        meta["tolerances"] = {d: {"atol": a, "rtol": r} for d, (a, r) in TOLERANCES.items() if d in present}
+        opinfo_results.dump(outcomes, ns.out, meta)
+        for dtype, counts in opinfo_results.summary({(o.subject, o.dtype): o for o in outcomes}).items():
+            ran = sum(counts.values()) - counts["skip"]
+            print(f"{dtype}: {counts['pass']}/{ran} pass ({100 * counts['pass'] / max(ran, 1):.1f}%) {counts}")
+    elif ns.json:
+        json.dump([o.to_json() for o in outcomes], sys.stdout, indent=1)
+    else:
+        for o in outcomes:
+            detail = o.reason or (f"{o.samples} samples" if o.passed else "")
+            if o.status == "mismatch":
+                detail = f"{o.mismatched}/{o.samples} samples, max abs {o.max_abs_err}, max rel {o.max_rel_err}"
+            elif o.aten_op:
+                detail = f"{o.aten_op}: {o.reason}"
+            print(f"{o.subject:<40} {o.dtype:<9} {o.status:<20} {detail[:150]}")
     return 0
 
 

@@ -54,3 +54,48 @@ def test_streams_and_events():
     assert torch.spyre.current_stream() is torch.spyre.default_stream()
     with pytest.raises(RuntimeError):
         torch.spyre.Event().elapsed_time(end)
+
+
+def test_stream_selection_and_event_streams():
+    default = torch.spyre.default_stream()
+    side = torch.spyre.Stream()
+    assert side != default and default.stream_id == 0 and hash(side) != hash(default)
+    with torch.spyre.stream(side):
+        assert torch.spyre.current_stream() == side
+        e = torch.spyre.Event()
+        e.record()
+        assert e.stream == side
+    assert torch.spyre.current_stream() == default
+    assert torch.spyre.Event().query()  # never recorded: nothing pending, as in CUDA
+
+
+def test_ordering_contract_holds_because_work_is_synchronous():
+    """Work on a side stream, an event, and a wait on the default stream: the consumer sees the
+    producer's result (the device completes every op before returning; see spyre_backend.streams)."""
+    side = torch.spyre.Stream()
+    x = torch.zeros(1024, dtype=torch.float16, device="spyre")
+    done = torch.spyre.Event()
+    with torch.spyre.stream(side):
+        x.add_(1)
+        done.record()
+    assert done.query() and side.query()
+    torch.spyre.current_stream().wait_event(done)
+    done.wait()
+    assert x.sum().item() == 1024
+    torch.spyre.default_stream().wait_stream(side)
+    torch.spyre.synchronize()
+
+
+def test_elapsed_time_is_milliseconds_between_records():
+    import time
+
+    start, end = torch.spyre.Event(enable_timing=True), torch.spyre.Event(enable_timing=True)
+    start.record()
+    time.sleep(0.02)
+    end.record()
+    ms = start.elapsed_time(end)
+    assert 15.0 <= ms < 2000.0
+    with pytest.raises(RuntimeError, match="enable_timing"):
+        torch.spyre.Event().elapsed_time(end)
+    with pytest.raises(RuntimeError, match="recorded"):
+        torch.spyre.Event(enable_timing=True).elapsed_time(end)

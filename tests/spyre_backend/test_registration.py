@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import spyre_backend
@@ -133,3 +134,13 @@ def test_deepcopy_and_save_load_round_trip():
     loaded = torch.load(buf)
     assert loaded["t"].device.type == "spyre"
     assert torch.equal(loaded["v"].cpu(), s.cpu()[1:])
+
+
+def test_cross_device_mixing_raises_the_usual_same_device_error():
+    a = torch.ones(4, dtype=torch.float16).to("spyre")
+    b = torch.ones(4, dtype=torch.float16)
+    for mix in (lambda: a + b, lambda: torch.mm(a.view(2, 2), b.view(2, 2)), lambda: torch.cat([a, b])):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            mix()
+    assert (a * torch.tensor(2.0, dtype=torch.float16)).cpu().tolist() == [2.0] * 4  # 0-dim CPU scalar is fine
+    assert torch.equal(b.to("spyre").cpu(), b)
