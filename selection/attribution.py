@@ -7,14 +7,19 @@ Rules, in order, for one ``ChangedFile``:
 * ``aten/src/ATen/native/native_functions.yaml`` with a patch: every ``func:`` line in the hunks.
 * Python files of the op stack (``torch/_refs``, ``torch/_decomp``, ``torch/_prims``,
   ``torch/_meta_registrations.py``, ``torch/nn/functional.py``, ``torch/functional.py``,
-  ``torch/_tensor.py``): each changed top-level symbol matches aten ops and OpInfo names with the
-  same *key* (lower case, ``meta_``/``_`` prefixes and overloads stripped: ``_softmax`` and
-  ``softmax`` share the key ``softmax``).
+  ``torch/_tensor.py``): a changed top-level symbol maps to the ops the source map read for it
+  (``@register_meta(aten.take.default)`` on ``meta_take`` → ``aten::take``; see
+  ``selection.source_map``), and — always, because a wheel diff carries only names — to aten ops
+  and OpInfo names with the same *key* (lower case, ``meta_``/``_`` prefixes and overloads
+  stripped: ``_softmax`` and ``softmax`` share the key ``softmax``).
 * OpInfo definitions (``common_methods_invocations.py``, ``opinfo/definitions/``): a symbol ``op_db[name]``
   names a changed OpInfo entry; a changed sample-input / reference-input / error-input generator
   names every OpInfo that uses it.
-* Native sources (``aten/src/ATen/native/**.cpp``): the file stem's key is matched as a
-  substring of aten op keys (``SoftMax.cpp`` → ``_softmax``, ``_log_softmax``, …).
+* Native sources (``aten/src/ATen/native/**.cpp``): the ops whose kernels the file defines,
+  when the source map was built from a source tree; else the file stem's key matched as a
+  substring of kernel names from ``native_functions.yaml`` and of aten op keys
+  (``SoftMax.cpp`` → ``softmax_cpu_out`` → ``aten::_softmax``, …); else a short table of the
+  big shared kernel files (``NATIVE_FAMILIES``: ``BinaryOps.cpp`` → add, sub, mul, div, …).
 
 A file that none of these can attribute is returned as unattributed; the memory stage decides
 what that means.  Compiled binaries and the headers shipped with them (``torch/include`` apart
@@ -32,6 +37,7 @@ from pathlib import PurePosixPath
 
 from selection.models import ChangedFile
 from selection.patch_symbols import symbols_from_patch
+from selection.source_map import SourceMap
 
 OP_HEADER = re.compile(r"^torch/include/ATen/ops/(?P<op>[A-Za-z0-9_]+?)"
                        r"(?:_native|_ops|_meta|_compositeimplicitautograd_dispatch|"
@@ -47,6 +53,35 @@ OP_STACK_PY = ("torch/_refs/", "torch/_decomp/", "torch/_prims/", "torch/_prims_
 OPINFO_PY = ("torch/testing/_internal/common_methods_invocations.py",
              "torch/testing/_internal/opinfo/definitions/")
 GENERATOR_PREFIXES = ("sample_inputs_", "reference_inputs_", "error_inputs_")
+#: File-stem key of the big shared kernel files whose names say nothing about their ops → op
+#: keys they implement.  Source: the layout of PyTorch's ``aten/src/ATen/native/`` (2.x); used
+#: only when no source tree was given to read the kernels from.
+NATIVE_FAMILIES: dict[str, tuple[str, ...]] = {
+    "binaryops": ("add", "sub", "mul", "div", "remainder", "fmod", "pow", "maximum", "minimum",
+                  "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"),
+    "unaryops": ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+                 "sigmoid", "sign", "floor", "ceil", "round", "trunc", "reciprocal", "erf"),
+    "reduceops": ("sum", "mean", "prod", "amax", "amin", "max", "min", "std", "var", "norm",
+                  "argmax", "argmin", "cumsum", "logsumexp", "all", "any"),
+    "tensorshape": ("cat", "stack", "transpose", "permute", "reshape", "view", "expand", "squeeze",
+                    "unsqueeze", "split", "chunk", "narrow", "select", "slice", "t", "flatten"),
+    "linearalgebra": ("addmm", "mm", "bmm", "matmul", "baddbmm", "addbmm", "dot", "vdot",
+                      "addmv", "mv", "linalg_vector_norm"),
+    "blas": ("addmm", "mm", "addmv", "mv", "dot", "vdot"),
+    "activation": ("gelu", "silu", "relu", "hardtanh", "elu", "leaky_relu", "softplus",
+                   "hardswish", "hardsigmoid", "mish", "threshold", "glu", "prelu", "log_sigmoid"),
+    "pointwiseops": ("addcmul", "addcdiv", "lerp"),
+    "tensorcompare": ("where", "clamp", "clamp_min", "clamp_max", "isclose", "allclose", "isnan"),
+    "normalization": ("native_batch_norm", "batch_norm", "native_layer_norm", "layer_norm",
+                      "native_group_norm", "group_norm"),
+    "loss": ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+             "kl_div", "margin_ranking_loss", "soft_margin_loss"),
+    "lossnll": ("nll_loss", "nll_loss_forward", "nll_loss2d"),
+    "indexing": ("index", "index_put", "index_select", "gather", "scatter", "masked_fill",
+                 "index_add"),
+    "tensorfactories": ("arange", "full", "zeros", "ones", "empty", "linspace", "eye"),
+    "sorting": ("sort", "topk", "kthvalue", "median"),
+}
 
 
 def _strip(name: str) -> str:
@@ -73,7 +108,11 @@ def opinfo_key(name: str) -> str:
 
 @dataclass(frozen=True)
 class Impact:
-    """What one changed file affects: aten ops and/or OpInfo entries, with a reason each."""
+    """What one changed file affects: aten ops and/or OpInfo entries, with a reason each.
+
+    ``definition``: the OpInfos are affected because their *test definition* changed (entry,
+    sample inputs); otherwise because the implementation of the op they test changed.
+    """
 
     filename: str
     aten_ops: frozenset[str] = frozenset()
@@ -81,6 +120,8 @@ class Impact:
     reasons: tuple[str, ...] = ()
     attributed: bool = True
     opaque: bool = False
+    why: Mapping[str, str] = field(default_factory=dict)  # OpInfo subject → its own reason
+    definition: bool = False
 
 
 @dataclass
@@ -95,6 +136,7 @@ class OpCatalog:
     aten_ops: frozenset[str]
     opinfos: Mapping[str, str]
     generators: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    source_map: SourceMap | None = None
 
     def __post_init__(self) -> None:
         self._aten: dict[str, set[str]] = {}
@@ -116,20 +158,54 @@ class OpCatalog:
         """OpInfo subjects called ``name`` (any variant) or exactly ``name.variant``."""
         return {s for s, n in self.opinfos.items() if s == name or n == name}
 
+    def indexed(self, ops: Iterable[str]) -> set[str]:
+        """The indexed aten ops standing for ``ops``: each op itself and the ops sharing its key.
+
+        ``aten::softmax`` (composite, never reaches dispatch) stands for ``aten::_softmax``.
+        """
+        out: set[str] = set()
+        for op in ops:
+            if op in self.aten_ops:
+                out.add(op)
+            out |= self.aten_by_key(aten_key(op))
+        return out
+
+    def native_ops(self, path: str) -> tuple[set[str], str]:
+        """(aten ops, how found) for a native source ``path``; see the module docstring."""
+        sm = self.source_map
+        if sm is not None and path in sm.native_files:
+            return set(sm.native_files[path]), "kernels defined in the file"
+        # cpu/SoftMaxKernel.cpp → softmax; ReduceOpsUtils.h → reduceops
+        key = re.sub(r"(kernels?|impl|utils?)$", "", _strip(PurePosixPath(path).stem))
+        found = set(self.aten_by_key(key)) | {a for a in self.aten_ops if key and key in aten_key(a)}
+        how = "file name"
+        if sm is not None and key:
+            kern = sm.kernels_matching(key)
+            if kern:
+                found |= kern
+                how = "file name ~ kernel names in native_functions.yaml"
+        if key in NATIVE_FAMILIES:  # the table knows these files better than their names do
+            found |= {f"aten::{k}" for k in NATIVE_FAMILIES[key]}
+            how = "shared kernel file table"
+        return found, how
+
 
 def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     aten: set[str] = set()
     infos: set[str] = set()
     reasons: list[str] = []
+    sm = catalog.source_map
     for sym in f.symbols or ():
         key = symbol_key(sym)
-        hits = catalog.aten_by_key(key)
+        read = sm.symbol_ops(f.filename, sym) if sm is not None else []
+        hits = catalog.indexed(read) | catalog.aten_by_key(key)
         named = catalog.opinfo_by_key(key)
         if hits or named:
             aten |= hits
             infos |= named
             target = ", ".join(sorted(hits) or sorted(named))
-            reasons.append(f"{f.filename}:{sym} → {target}")
+            via = f" (registers {', '.join(read)})" if read else ""
+            reasons.append(f"{f.filename}:{sym}{via} → {target}")
     # Symbols known but matching none of our ops: helpers or ops outside the specs; attributed
     # (to nothing).  Symbols unknown (not computed, unparsable file): not attributed.
     return Impact(f.filename, frozenset(aten), frozenset(infos), tuple(reasons),
@@ -137,7 +213,7 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
 
 
 def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
-    infos: set[str] = set()
+    why: dict[str, str] = {}
     reasons: list[str] = []
     for sym in f.symbols or ():
         m = OPDB_SYMBOL.match(sym)
@@ -145,16 +221,20 @@ def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
             name = m.group("name")
             hit = catalog.opinfo_named(name)
             if hit:
-                infos |= hit
-                reasons.append(f"{f.filename}: OpInfo entry {name} changed (test definition)")
+                reason = f"{f.filename}: OpInfo entry {name} changed (test definition)"
+                reasons.append(reason)
+                for subject in hit:
+                    why.setdefault(subject, reason)
         elif sym.startswith(GENERATOR_PREFIXES) and sym in catalog.generators:
             users = catalog.generators[sym]
-            infos |= users
-            reasons.append(f"{f.filename}:{sym} (sample inputs) → {len(users)} OpInfos")
+            reason = f"{f.filename}:{sym} (sample inputs) → {len(users)} OpInfos"
+            reasons.append(reason)
+            for subject in users:
+                why.setdefault(subject, reason)
     # A definitions file whose changes name no entry or generator we know is still attributed:
     # its other symbols (imports, helpers of other ops) do not reach our items.
-    return Impact(f.filename, frozenset(), frozenset(infos), tuple(reasons),
-                  attributed=f.symbols is not None)
+    return Impact(f.filename, frozenset(), frozenset(why), tuple(reasons),
+                  attributed=f.symbols is not None, why=why, definition=True)
 
 
 def attribute(f: ChangedFile, catalog: OpCatalog) -> Impact:
@@ -185,10 +265,10 @@ def attribute(f: ChangedFile, catalog: OpCatalog) -> Impact:
     if name.startswith(OP_STACK_PY) and name.endswith((".py", ".pyi")):
         return _symbol_impact(f, catalog)
     if name.startswith("aten/src/ATen/native/") and name.endswith((".cpp", ".h", ".cc")):
-        key = _strip(PurePosixPath(name).stem)
-        ops = {a for a in catalog.aten_ops if key and key in aten_key(a)}
-        return Impact(name, frozenset(ops), reasons=(f"{name} → {', '.join(sorted(ops))}",)
-                      if ops else (), attributed=bool(ops))
+        found, how = catalog.native_ops(name)
+        ops = found & catalog.aten_ops
+        reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}"
+        return Impact(name, frozenset(ops), reasons=(reason,) if found else (), attributed=bool(found))
     return Impact(name, attributed=False)
 
 

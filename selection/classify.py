@@ -83,7 +83,7 @@ class Classify:
             mode = "xfail"
         if score == 0.0 and cand.item.id in state.signals.fail_soft:
             score = 0.2
-        return replace(cand, mode=mode, score=round(min(score, 1.0), 4), reasons=tuple(reasons))
+        return Candidate(cand.item, mode, round(min(score, 1.0), 4), tuple(reasons))
 
     def run(self, state: SelectionState) -> SelectionState:
         dtypes = _supported_dtypes()

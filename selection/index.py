@@ -35,6 +35,25 @@ def _opinfo_table() -> dict[str, object]:
     return table
 
 
+def cached_generators(cache_dir: Path | None) -> dict[str, frozenset[str]]:
+    """``opinfo_generators`` once per torch version, cached as ``opinfo_generators-<torch>.json``."""
+    import torch
+
+    path = Path(cache_dir) / f"opinfo_generators-{torch.__version__}.json" if cache_dir else None
+    if path is not None and path.exists():
+        try:
+            return {k: frozenset(v) for k, v in json.loads(path.read_text()).items()}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable generator cache %s: %s", path, exc)
+    gens = opinfo_generators()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({k: sorted(v) for k, v in gens.items()}, sort_keys=True))
+        tmp.replace(path)
+    return gens
+
+
 def opinfo_generators() -> dict[str, frozenset[str]]:
     """Sample/reference/error input generator name → OpInfo subjects that use it."""
     gens: dict[str, set[str]] = {}
@@ -127,12 +146,22 @@ class TestOpIndex:
         missing = [i for i in items if i.op is not None and i.id not in entries]
         if missing:
             table = _opinfo_table()
-            for item in missing:
+            for n, item in enumerate(missing, 1):
                 if item.subject in table:
                     entries[item.id] = capture_ops(item, device)
+                if path is not None and n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes
+                    _save(path, entries)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(entries, sort_keys=True))
-                tmp.replace(path)
+                _save(path, entries)
         return cls(entries)
+
+
+#: Items captured between cache checkpoints during a build (a full 8,000-item build takes minutes).
+CHECKPOINT_EVERY = 500
+
+
+def _save(path: Path, entries: dict[str, list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entries, sort_keys=True))
+    tmp.replace(path)

@@ -6,30 +6,65 @@ Uses the test → aten-op index (``selection.index``) and file/symbol attributio
 * its OpInfo entry or sample-input generator changed (changed test definition), or
 * it calls an aten op that a changed file implements, or
 * it has no index entry (never captured: kept, fail soft), or
-* a changed source file in its area could not be attributed to ops (fail soft: "select more").
+* a changed source file in its area could not be attributed to ops (fail soft: "select more"), or
+* it is a canary for a test-machinery change in upgrade mode (``selection.upgrade``).
 
 Compiled binaries (``libtorch_cpu.so``) are opaque: noted, never widening, because a release
 diff changes every binary while its headers and Python symbols carry the attributable signal.
+
+Cost per ChangeSet: attribution of the changed files, then — unless a fail-soft area or canaries
+need a per-candidate decision — one set-membership test per candidate against the ids the
+impacts reach (``tests_for`` over the reverse index, ``ids_by_subject`` precomputed once per
+universe).  Only surviving candidates are copied.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from selection.attribution import Impact, OpCatalog, attribute_all
 from selection.index import TestOpIndex
 from selection.scope import WIDEN, areas_of, item_area
 from selection.stage import Candidate, SelectionState, Signals
+from selection.upgrade import canaries
+from test_specs.items import SpecItem
 
 
 class Memory:
-    """Stage 2: narrow scoped candidates to those a change's impacts reach."""
+    """Stage 2: narrow scoped candidates to those a change's impacts reach.
+
+    ``items``: the universe, for the maps built once (OpInfo subject → ids, never-indexed ids);
+    default: the candidates of the first state run.
+    """
 
     name = "memory"
 
-    def __init__(self, index: TestOpIndex, catalog: OpCatalog) -> None:
+    def __init__(self, index: TestOpIndex, catalog: OpCatalog,
+                 items: Sequence[SpecItem] | None = None) -> None:
         self.index = index
         self.catalog = catalog
+        self._by_subject: dict[str, list[str]] | None = None
+        self._unindexed: set[str] | None = None
+        self._source: tuple | None = None
+        self._pos: dict[str, int] = {}
+        if items is not None:
+            self._prepare(items)
+
+    def _prepare(self, items) -> None:
+        by_subject: dict[str, list[str]] = {}
+        for i in items:
+            if i.op is not None:
+                by_subject.setdefault(i.subject, []).append(i.id)
+        self._by_subject = by_subject
+        self._unindexed = {i.id for i in items if i.id not in self.index.entries}
+
+    def positions(self, candidates: tuple) -> dict[str, int]:
+        """Test id → position in ``candidates`` (memoised per tuple; scope reuses its tuples)."""
+        if candidates is not self._source:
+            self._source = candidates
+            self._pos = {c.item.id: n for n, c in enumerate(candidates)}
+        return self._pos
 
     def count_in(self, state: SelectionState) -> int:
         return len(state.candidates)
@@ -37,10 +72,13 @@ class Memory:
     count_out = count_in
 
     def impacts(self, state: SelectionState) -> list[Impact]:
-        """The attribution of every changed file (input order)."""
-        return attribute_all(state.changeset.files, self.catalog)
+        """The attribution of every changed file except deferred machinery (input order)."""
+        files = [f for f in state.changeset.files if f.filename not in state.machinery]
+        return attribute_all(files, self.catalog)
 
     def run(self, state: SelectionState) -> SelectionState:
+        if self._by_subject is None:
+            self._prepare([c.item for c in state.candidates])
         impacts = self.impacts(state)
         by_test: dict[str, list[str]] = {}
         by_subject: dict[str, list[str]] = {}
@@ -57,43 +95,77 @@ class Memory:
                     fail_soft_areas.setdefault(area, imp.filename)
                 continue
             for op in sorted(imp.aten_ops):
-                tests = self.index.tests_for([op])
+                tests = self.index.by_op.get(op, ())
                 reason = f"{imp.filename} → {op} → {len(tests)} tests"
                 for t in tests:
                     by_test.setdefault(t, []).append(reason)
             for subject in sorted(imp.opinfos):
-                reason = next((r for r in imp.reasons if subject.split(".")[0] in r),
-                              f"{imp.filename} → OpInfo {subject}")
-                by_subject.setdefault(subject, []).append(reason)
+                if imp.definition:
+                    reason = imp.why.get(subject) or f"{imp.filename} → OpInfo {subject}"
+                    by_subject.setdefault(subject, []).append(reason)
+                    continue
+                tests = self._by_subject.get(subject, [])
+                reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests"
+                for t in tests:
+                    by_test.setdefault(t, []).append(reason)
         if opaque:
             notes.append(f"{opaque} compiled binaries or their headers changed (opaque; not attributed)")
-        present = {item_area(c) for c in state.candidates}
+        present = {"modules" if c.item.module is not None else "ops" for c in state.candidates} \
+            if fail_soft_areas else set()
         fail_soft_areas = {a: p for a, p in fail_soft_areas.items() if a in present or a == WIDEN}
         for area, path in sorted(fail_soft_areas.items()):
             what = "every" if area == WIDEN else f"all '{area}'"
             notes.append(f"{path}: not attributable to ops; keeping {what} tests (fail soft)")
+        canary: dict[str, str] = {}
+        if state.machinery:
+            why = f"upgrade: canary for test-machinery change ({', '.join(state.machinery)})"
+            canary = {c.item.id: why for c in canaries(state.candidates)}
+            notes.append(f"{len(canary)} canaries for {len(state.machinery)} machinery files")
+        if fail_soft_areas:
+            pool = state.candidates
+        else:  # fast path: only the ids the impacts reach (or never indexed) can survive
+            wanted = set(by_test) | set(canary) | self._unindexed
+            for subject in by_subject:
+                wanted.update(self._by_subject.get(subject, ()))
+            cands = tuple(state.candidates)
+            pos = self.positions(cands)
+            pool = [cands[n] for n in sorted(pos[t] for t in wanted if t in pos)]
         kept: list[Candidate] = []
         fail_soft: set[str] = set()
-        for cand in state.candidates:
-            reasons = list(by_test.get(cand.item.id, ()))
+        memo: dict[tuple, tuple[str, ...]] = {}  # reasons shared by every soft-kept test of an area
+        for cand in pool:
+            tid = cand.item.id
+            reasons = list(by_test.get(tid, ()))
             reasons += by_subject.get(cand.item.subject, ()) if cand.item.op else []
-            soft: list[str] = []
-            if cand.item.id not in self.index.entries:
-                soft.append("memory: no op index entry for this test; kept (fail soft)")
+            if tid in canary:
+                reasons.append(canary[tid])
             area = item_area(cand)
+            missing = tid not in self.index.entries
             source = fail_soft_areas.get(area) or fail_soft_areas.get(WIDEN)
-            if source:
-                soft.append(f"memory: {source} could not be attributed; kept")
-            if soft and not reasons:
-                fail_soft.add(cand.item.id)
-            if reasons or soft:
-                all_reasons = tuple(dict.fromkeys(reasons + soft))
-                kept.append(replace(cand, reasons=cand.reasons + all_reasons))
+            if not reasons and not missing and not source:
+                continue
+            if not reasons:
+                fail_soft.add(tid)
+            key = (area, missing, source)
+            if reasons or key not in memo:
+                soft: list[str] = []
+                if missing:
+                    soft.append("memory: no op index entry for this test; kept (fail soft)")
+                if source:
+                    soft.append(f"memory: {source} could not be attributed; kept")
+                scope = state.scope_reasons.get(area)
+                extra = tuple(dict.fromkeys(([scope] if scope else []) + reasons + soft))
+                if reasons:
+                    kept.append(Candidate(cand.item, cand.mode, cand.score, cand.reasons + extra))
+                    continue
+                memo[key] = extra
+            kept.append(Candidate(cand.item, cand.mode, cand.score, cand.reasons + memo[key]))
         signals = Signals(
             op_impacts={k: tuple(dict.fromkeys(v)) for k, v in by_test.items()},
             changed_definitions={k: tuple(dict.fromkeys(v)) for k, v in by_subject.items()},
             fail_soft=frozenset(fail_soft),
             test_ops=self.index.entries,
+            canaries=canary,
         )
         return replace(state, candidates=tuple(kept), notes=state.notes + tuple(notes),
                        signals=signals)

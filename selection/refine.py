@@ -2,8 +2,9 @@
 
 Called once per run, after execution.  It
 
-* reruns every ``failed`` test once through the executor; a test that fails and then passes is
-  relabelled ``flaky`` (PyTorch CI's convention: failed-then-passed is flaky, not a regression);
+* reruns every ``failed`` test that was attempted only once (the runner may already have rerun
+  it, PyTorch's 2 reruns) through the executor; a test that fails and then passes is relabelled
+  ``flaky`` (PyTorch CI's convention: failed-then-passed is flaky, not a regression);
 * finds failures caused by an op the device cannot run (the backend's
   ``NotImplementedError("spyre: aten::<op> ...")``) and writes a *proposed* spec edit — a YAML
   fragment adding ``force_xfail`` entries with reason and issue — for a person to review.  The
@@ -52,7 +53,10 @@ class Refine:
     count_out = count_in
 
     def run(self, state: SelectionState) -> SelectionState:
-        failed = [r for r in state.results if r.outcome == "failed" and unsupported_op_of(r) is None]
+        # A failure already retried by the runner (pytest-rerunfailures: attempts > 1) has had
+        # its rerun; only first-attempt failures are rerun here.
+        failed = [r for r in state.results if r.outcome == "failed" and r.attempts < 2
+                  and unsupported_op_of(r) is None]
         reruns = {r.id: r for r in self.executor([r.id for r in failed])} if failed else {}
         refined: list[TestResult] = []
         for r in state.results:

@@ -5,17 +5,26 @@ repository paths, which are also wheel paths for everything under ``torch/``).  
 change no runtime behaviour (docs, CI config, other devices' code) map to no area.  Changes to
 the test machinery every reused test goes through (OpInfo core, ``make_tensor``,
 ``assert_close``) *widen* scope to every area the backend wants, because they can change any
-test's inputs or expectations; the rest of ``torch/testing/_internal`` (``common_utils``,
-``common_device_type``, …) is the ``testing`` area, which only upstream test files use.
+test's inputs or expectations — in PR mode; upgrade mode records them as ``state.machinery`` and
+memory selects canaries instead (``selection.upgrade`` explains why).  The rest of
+``torch/testing/_internal`` (``common_utils``, ``common_device_type``, …) is the ``testing``
+area, which only upstream test files use.
+
+Cost: one pass over the changed paths (precompiled globs).  The kept candidates for a set of
+touched areas are computed once per candidate tuple and area set and then reused (the same tuple
+object), so a select on a 50,000-test universe does not rescan it; no candidate is copied (the
+reason per area goes to ``state.scope_reasons``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
+from fnmatch import translate
 
 from selection.profile import BackendProfile
 from selection.stage import Candidate, SelectionState
+from selection.upgrade import UPGRADE_MODE, is_machinery
 
 WIDEN = "*"  # pseudo-area: every area the profile wants
 
@@ -84,12 +93,18 @@ RULES: tuple[PathRule, ...] = (
 )
 
 
+#: One alternation of every rule's glob; alternatives are tried in order at position 0, so the
+#: first group that matches is the first rule that matches (one regex call per path).
+_ALL = re.compile("|".join(f"(?P<r{n}>{translate(r.pattern)})" for n, r in enumerate(RULES)))
+
+
 def areas_of(path: str) -> tuple[tuple[str, ...], str] | None:
     """The areas a changed ``path`` touches and the rule's reason; ``None`` when no rule matches."""
-    for rule in RULES:
-        if fnmatchcase(path, rule.pattern):
-            return rule.areas, rule.why
-    return None
+    m = _ALL.match(path)
+    if m is None:
+        return None
+    rule = RULES[int(m.lastgroup[1:])]
+    return rule.areas, rule.why
 
 
 def item_area(candidate: Candidate) -> str:
@@ -104,6 +119,18 @@ class Scope:
 
     def __init__(self, profile: BackendProfile) -> None:
         self.profile = profile
+        self._source: tuple | None = None
+        self._kept: dict[tuple[bool, bool], tuple[Candidate, ...]] = {}
+
+    def kept_for(self, candidates: tuple, ops: bool, modules: bool) -> tuple[Candidate, ...]:
+        """The candidates of the touched item areas, in input order (memoised per tuple)."""
+        if candidates is not self._source:
+            self._source, self._kept = candidates, {}
+        key = (ops, modules)
+        if key not in self._kept:
+            self._kept[key] = tuple(c for c in candidates
+                                    if (modules if c.item.module is not None else ops))
+        return self._kept[key]
 
     def count_in(self, state: SelectionState) -> int:
         return len(state.candidates)
@@ -113,6 +140,7 @@ class Scope:
     def run(self, state: SelectionState) -> SelectionState:
         touched: dict[str, list[str]] = {}
         notes: list[str] = []
+        machinery: list[str] = []
         unmatched = 0
         for path in state.changeset.filenames:
             hit = areas_of(path)
@@ -120,18 +148,28 @@ class Scope:
                 unmatched += 1
                 continue
             areas, why = hit
+            if state.mode == UPGRADE_MODE and is_machinery(path):
+                machinery.append(path)
+                notes.append(f"{path}: {why}; upgrade mode selects canaries instead of widening")
+                continue
             if WIDEN in areas:
                 areas = tuple(sorted(self.profile.areas - self.profile.excluded))
                 notes.append(f"{path}: {why} widens scope to {', '.join(areas)}")
             for area in areas:
                 if self.profile.wants(area):
                     touched.setdefault(area, []).append(path)
+        if machinery and self.profile.wants("ops"):
+            touched.setdefault("ops", [])  # canaries are op items; memory picks them
+            touched.setdefault("modules", [])
         if unmatched:
             notes.append(f"{unmatched} changed files match no scope rule (select nothing)")
-        kept = []
-        for cand in state.candidates:
-            paths = touched.get(item_area(cand))
+        reasons = {}
+        for area, paths in touched.items():
             if paths:
-                first = paths[0] + (f" (+{len(paths) - 1} more)" if len(paths) > 1 else "")
-                kept.append(cand.with_reason(f"scope: {item_area(cand)} touched by {first}"))
-        return replace(state, candidates=tuple(kept), notes=state.notes + tuple(notes))
+                more = f" (+{len(paths) - 1} more)" if len(paths) > 1 else ""
+                reasons[area] = f"scope: {area} touched by {paths[0]}{more}"
+            else:
+                reasons[area] = f"scope: {area} reached by test machinery ({machinery[0]})"
+        kept = self.kept_for(tuple(state.candidates), "ops" in touched, "modules" in touched)
+        return replace(state, candidates=kept, notes=state.notes + tuple(notes),
+                       scope_reasons=reasons, machinery=tuple(machinery))

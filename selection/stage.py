@@ -42,12 +42,15 @@ class Signals:
     ``op_impacts``: test id → reasons naming an impacted aten op.  ``changed_definitions``:
     OpInfo subjects whose entry or sample inputs changed → reasons.  ``fail_soft``: test ids kept
     only because a signal was missing.  ``test_ops``: test id → aten ops it calls (the index).
+    ``canaries``: test id → reason, for tests kept as a cross-section after a test-machinery
+    change in upgrade mode (``selection.upgrade``).
     """
 
     op_impacts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     changed_definitions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fail_soft: frozenset[str] = frozenset()
     test_ops: dict[str, list[str]] = field(default_factory=dict)
+    canaries: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ class SelectionState:
     ``candidates`` are the surviving tests; ``notes`` collects stage-level remarks (e.g. files
     that could not be attributed); ``results`` is empty until execution, then holds one result
     per executed candidate; ``proposals`` lists files with proposed spec edits (stage 4).
+    ``mode`` is ``"pr"`` or ``"upgrade"`` (``selection.upgrade``).  ``scope_reasons``: area →
+    why scope kept it (added to a candidate's reasons only when it survives memory, so scope
+    copies no candidate).  ``machinery``: changed test-machinery paths whose widening upgrade
+    mode turned into canaries.
     """
 
     changeset: ChangeSet
@@ -67,6 +74,9 @@ class SelectionState:
     proposals: tuple[str, ...] = ()
     signals: Signals = field(default_factory=Signals)
     stats: tuple[StageStats, ...] = field(default=())
+    mode: str = "pr"
+    scope_reasons: dict[str, str] = field(default_factory=dict)
+    machinery: tuple[str, ...] = ()
 
 
 class Stage(Protocol):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from selection.heuristics.interface import Heuristic
 from selection.stage import Candidate, Signals
 
@@ -24,6 +26,7 @@ class EditedOp(Heuristic):
         return round(score, 4), f"impacted op: {why[0]}"
 
 
+@lru_cache(maxsize=4096)  # a change has few distinct impact reasons, shared by many tests
 def _fanout(reason: str) -> int:
     # reasons read "<file> → aten::op → N tests"
     try:

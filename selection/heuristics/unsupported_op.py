@@ -15,11 +15,18 @@ class UnsupportedOp(Heuristic):
 
     name = "unsupported_op"
 
+    def __init__(self, *, trial_mode: bool = False) -> None:
+        super().__init__(trial_mode=trial_mode)
+        self._memo: dict[tuple[str, str], str | None] = {}  # (aten op, dtype) → reason
+
     def score(self, candidate: Candidate, signals: Signals) -> tuple[float, str] | None:
         from spyre_backend.support import unsupported_reason
 
+        dtype = candidate.item.dtype
         for op in signals.test_ops.get(candidate.item.id, ()):
-            why = unsupported_reason(op, candidate.item.dtype)
-            if why:
-                return 0.1, f"unsupported op: {why}"
+            key = (op, dtype)
+            if key not in self._memo:
+                self._memo[key] = unsupported_reason(op, dtype)
+            if self._memo[key]:
+                return 0.1, f"unsupported op: {self._memo[key]}"
         return None

@@ -176,3 +176,15 @@ def test_patch_hunks_give_symbols(universe, index, catalog):
     f = ChangedFile(filename="torch/_refs/__init__.py", patch=patch)
     st = Memory(index, catalog).run(Scope(SPYRE_SIM).run(state_for(universe, f)))
     assert {c.item.op for c in st.candidates} == {"softmax", "mul"}
+
+
+def test_areas_of_is_first_matching_rule_over_the_real_release_paths():
+    import json
+    from fnmatch import fnmatchcase
+
+    from selection.scope import RULES
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "examples/changes/torch-2.13.0..2.14.1.json").read_text())
+    for f in data["files"]:
+        first = next(((r.areas, r.why) for r in RULES if fnmatchcase(f["filename"], r.pattern)), None)
+        assert areas_of(f["filename"]) == first, f["filename"]

@@ -1,0 +1,104 @@
+"""Budget: cut the ranked selection to what fits in N minutes of measured test time.
+
+Durations (seconds per test id) come from stored runs — the median ``duration_ms`` of the
+test's past results in the relay database (``durations_from_db``) — and, for a test never run,
+``DEFAULT_SECONDS``.  Source of the default: the 100 ``compare_cpu`` items stored in the dev
+database on 2026-11-29 took a median 0.08 s and at most 1.25 s each on spyre-sim; an unmeasured
+test is charged 1.0 s, deliberately above the median (unmeasured tests are often new templates),
+so a budget over mostly unmeasured tests errs towards running fewer, not overrunning.
+
+The cut walks the ranked list (``Selection`` order: -score, id) and keeps the *prefix* whose
+running total fits; the first test that does not fit ends it, so a cut never keeps a
+lower-ranked test over a higher-ranked one and the result is the same on every machine for the
+same durations.  Tests in ``skip`` mode cost nothing and are never cut (they stay listed with
+their reason; they do not run).  The cut is recorded as a ``budget`` stage (in, out, ms) and
+each cut test is named in the notes' count.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+
+from selection.models import StageStats
+from selection.stage import SelectionState
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SECONDS = 1.0
+
+
+def durations_from_db(database_url: str) -> dict[str, float]:
+    """Median measured seconds per test id from the relay DB's ``test_results`` table.
+
+    Fail soft: a missing database, table or driver gives ``{}`` (every test then costs
+    ``DEFAULT_SECONDS``) and a warning; never raises.
+    """
+    if database_url.startswith("sqlite:///"):
+        from pathlib import Path
+
+        if not Path(database_url[len("sqlite:///"):]).is_file():  # do not create an empty DB
+            log.info("no relay database at %s; using %.1f s per test", database_url, DEFAULT_SECONDS)
+            return {}
+    try:
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(database_url)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(text("SELECT test_id, duration_ms FROM test_results "
+                                         "WHERE duration_ms > 0")).all()
+        finally:
+            engine.dispose()
+    except Exception as exc:  # noqa: BLE001 — no history means default durations
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        log.warning("no stored test durations (%s); using %.1f s per test", first, DEFAULT_SECONDS)
+        return {}
+    samples: dict[str, list[float]] = {}
+    for test_id, ms in rows:
+        samples.setdefault(test_id, []).append(float(ms) / 1000.0)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def seconds_of(test_id: str, durations: Mapping[str, float], default: float = DEFAULT_SECONDS) -> float:
+    """The measured seconds of ``test_id``, else ``default``."""
+    return durations.get(test_id, default)
+
+
+def apply_budget(state: SelectionState, minutes: float | None, durations: Mapping[str, float],
+                 *, default_seconds: float = DEFAULT_SECONDS) -> SelectionState:
+    """``state`` with its candidates cut to ``minutes`` of test time (see the module docstring).
+
+    ``minutes=None`` returns ``state`` unchanged.  Raises ``ValueError`` for a negative budget.
+    """
+    if minutes is None:
+        return state
+    if minutes < 0:
+        raise ValueError(f"budget must be ≥ 0 minutes, got {minutes}")
+    t0 = time.perf_counter()
+    ranked = sorted(state.candidates, key=lambda c: (-c.score, c.item.id))
+    limit = minutes * 60.0
+    used = 0.0
+    kept = []
+    full = False
+    for cand in ranked:
+        if cand.mode == "skip":
+            kept.append(cand)
+            continue
+        cost = seconds_of(cand.item.id, durations, default_seconds)
+        if full or used + cost > limit:
+            full = True
+            continue
+        used += cost
+        kept.append(cand.with_reason(f"budget: within {minutes:g} min "
+                                     f"({used:.1f} s cumulative, this test {cost:.1f} s)"))
+    cut = len(ranked) - len(kept)
+    ms = (time.perf_counter() - t0) * 1000.0
+    stats = StageStats(name="budget", **{"in": sum(1 for c in ranked if c.mode != "skip")},
+                       out=sum(1 for c in kept if c.mode != "skip"), ms=round(ms, 3))
+    note = f"budget {minutes:g} min: kept {len(kept)} ({used / 60:.1f} min), cut {cut} lower-ranked tests"
+    return replace(state, candidates=tuple(kept), stats=state.stats + (stats,),
+                   notes=state.notes + (note,))

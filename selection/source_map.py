@@ -1,0 +1,266 @@
+"""Repository memory, part 2: upstream source files and symbols → the aten ops they implement.
+
+Built once per upstream version from a *root* that is either a PyTorch source tree or an
+installed wheel (its ``site-packages``), and cached as JSON like the test → op index:
+
+* ``native_functions.yaml`` (``aten/src/ATen/native/`` in a tree; ``torchgen/packaged/ATen/native/``
+  in a wheel): each ``- func: name.overload(...)`` with the kernels of its ``dispatch:`` block
+  (``CPU: softmax_cpu_out`` → ``aten::_softmax``), the implicit kernel name of an entry without
+  one (``add_out`` for structured ``add.out``), and ``structured_delegate`` (``_softmax`` shares
+  ``_softmax.out``'s kernels).  Parsed line by line (the file's layout is regular; a YAML load
+  takes seconds).
+* Python op-stack modules (``torch/_refs``, ``torch/_decomp``, ``torch/_meta_registrations.py``):
+  by AST, a top-level function's ``@register_decomposition(aten.X)`` / ``@register_meta([aten.X.default,
+  aten.Y])`` decorators name its ops exactly (overloads dropped).
+* ``torch/nn/functional.py`` (and ``torch/functional.py``): by AST, the ``torch.X`` /
+  ``torch._C._nn.X`` / ``input.X`` / ``_VF.X`` calls in a function body whose ``X`` is an aten op.
+* Native sources, only when a source tree is given: ``aten/src/ATen/native/**.cpp`` → the kernels
+  a file *defines* (``TORCH_IMPL_FUNC(k)``, ``TORCH_META_FUNC(op)``, a ``Tensor k(`` definition) →
+  their ops.  A wheel has no native sources; attribution then falls back to file-stem matching
+  against kernel names (``SoftMax.cpp`` → kernels containing ``softmax`` → ``aten::_softmax``).
+
+Shapes: ``symbols[path][symbol] = [aten ops]``, ``native_files[path] = [aten ops]``,
+``kernels[kernel] = [aten ops]``; aten ops are schema names without overload (``aten::_softmax``).
+A module that does not parse is skipped with a warning (its symbols fall back to name matching).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+YAML_PATHS = ("aten/src/ATen/native/native_functions.yaml",
+              "torchgen/packaged/ATen/native/native_functions.yaml")
+DECORATED_PY = ("torch/_refs", "torch/_decomp", "torch/_meta_registrations.py", "torch/_prims")
+CALLING_PY = ("torch/nn/functional.py", "torch/functional.py")
+REGISTER_DECORATORS = {"register_decomposition", "register_meta", "register_op_impl",
+                       "_register_jit_decomposition_for_jvp", "register_lowering"}
+CALL_ROOTS = {"torch", "_VF", "_nn", "input", "self", "a", "tensor", "_C"}
+#: Tensor metadata queries: ``input.dim()`` says nothing about which kernel a function uses.
+METADATA = {"aten::dim", "aten::size", "aten::stride", "aten::numel", "aten::is_contiguous",
+            "aten::item", "aten::to", "aten::type_as", "aten::is_complex", "aten::is_floating_point"}
+
+FUNC = re.compile(r"^- func: (?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za-z0-9_]+))?\(")
+DELEGATE = re.compile(r"^  structured_delegate: (?P<name>[A-Za-z0-9_]+)")
+STRUCTURED = re.compile(r"^  structured: True")
+DISPATCH_LINE = re.compile(r"^    [A-Za-z0-9_, ]+: (?P<kernel>[A-Za-z0-9_:]+)\s*$")
+KERNEL_DEF = re.compile(r"TORCH_IMPL_FUNC\((?P<impl>\w+)\)|TORCH_META_FUNC2?\((?P<meta>\w+)"
+                        r"|^(?:static\s+|inline\s+)*(?:at::)?(?:Tensor|std::tuple<[^>]*>|void)\s*&?"
+                        r"\s+(?P<fn>\w+)\s*\(", re.M)
+
+
+def parse_native_functions(text: str) -> dict[str, list[str]]:
+    """Kernel name → aten ops (sorted) from the text of ``native_functions.yaml``.
+
+    Each op also counts as its own kernel name (``softmax`` → ``aten::softmax``) so a
+    composite op's default kernel (named like the op) is found too.
+    """
+    kernels: dict[str, set[str]] = {}
+    delegates: dict[str, str] = {}
+    current: str | None = None
+    overload = ""
+    has_dispatch = structured = False
+
+    def close() -> None:
+        if current and structured and not has_dispatch:
+            kernels.setdefault(f"{current}_{overload}" if overload else current, set()).add(f"aten::{current}")
+
+    for line in text.splitlines():
+        m = FUNC.match(line)
+        if m:
+            close()
+            current, overload = m.group("name"), m.group("overload") or ""
+            has_dispatch = structured = False
+            kernels.setdefault(current, set()).add(f"aten::{current}")
+            continue
+        if current is None:
+            continue
+        if (d := DELEGATE.match(line)):
+            delegates[current] = d.group("name")
+        elif STRUCTURED.match(line):
+            structured = True
+        elif (k := DISPATCH_LINE.match(line)):
+            has_dispatch = True
+            kernels.setdefault(k.group("kernel").split("::")[-1], set()).add(f"aten::{current}")
+    close()
+    # ``_softmax`` delegates to ``_softmax.out``: the out kernels implement the functional op too.
+    for op, target in delegates.items():
+        for ops in kernels.values():
+            if f"aten::{target}" in ops:
+                ops.add(f"aten::{op}")
+    return {k: sorted(v) for k, v in kernels.items()}
+
+
+def _aten_chain(node: ast.AST) -> str | None:
+    """``aten.X`` / ``aten.X.default`` / ``torch.ops.aten.X.out`` → ``aten::X``; else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    parts.reverse()
+    if "aten" not in parts:
+        return None
+    rest = parts[parts.index("aten") + 1:]
+    return f"aten::{rest[0]}" if rest else None
+
+
+def decorated_ops(tree: ast.Module) -> dict[str, list[str]]:
+    """Top-level function → aten ops named by its registration decorators."""
+    out: dict[str, set[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            if not isinstance(dec, ast.Call):
+                continue
+            fname = dec.func.attr if isinstance(dec.func, ast.Attribute) else getattr(dec.func, "id", "")
+            if fname not in REGISTER_DECORATORS:
+                continue
+            for arg in dec.args:
+                elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple, ast.Set)) else [arg]
+                for e in elts:
+                    if (op := _aten_chain(e)) is not None:
+                        out.setdefault(node.name, set()).add(op)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def called_ops(tree: ast.Module, known: set[str]) -> dict[str, list[str]]:
+    """Top-level name → aten ops it reaches as ``torch.X(...)``, ``input.X(...)``, ``_VF.X``.
+
+    Functions are read by body, keeping only ops named like the function (``softmax`` →
+    ``input.softmax`` → ``aten::softmax``; ``cross_entropy`` → ``aten::cross_entropy_loss``): the
+    other ops a function merely *uses* (``gaussian_nll_loss`` calls ``torch.log``) are not changed
+    by a change to it.  Module-level assignments such as ``gelu = _add_docstr(torch._C._nn.gelu, ...)``
+    bind an op directly and keep every op in their value.
+    """
+    out: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = node.name
+            key = name.strip("_").lower()
+            attrs = [s.func for s in ast.walk(node)
+                     if isinstance(s, ast.Call) and isinstance(s.func, ast.Attribute)
+                     and (key in (k := s.func.attr.strip("_").lower()) or k in key)]
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            attrs = [s for s in ast.walk(node.value) if isinstance(s, ast.Attribute)]
+        else:
+            continue
+        ops: set[str] = set()
+        for attr in attrs:
+            root = attr.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            op = f"aten::{attr.attr}"
+            if isinstance(root, ast.Name) and root.id in CALL_ROOTS and op in known and op not in METADATA:
+                ops.add(op)
+        if ops:
+            out[name] = sorted(ops)
+    return out
+
+
+def native_file_ops(text: str, kernels: dict[str, list[str]]) -> list[str]:
+    """Aten ops whose kernels a native C++ source *defines* (see the module docstring)."""
+    ops: set[str] = set()
+    for m in KERNEL_DEF.finditer(text):
+        if m.group("meta"):
+            ops.add(f"aten::{m.group('meta')}")
+        name = m.group("impl") or m.group("fn")
+        if name and name in kernels:
+            ops.update(kernels[name])
+    return sorted(ops)
+
+
+@dataclass
+class SourceMap:
+    """Upstream paths and symbols → aten ops (shapes in the module docstring)."""
+
+    kernels: dict[str, list[str]] = field(default_factory=dict)
+    symbols: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    native_files: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def ops(self) -> set[str]:
+        """Every aten op in ``native_functions.yaml``."""
+        return {o for ops in self.kernels.values() for o in ops}
+
+    def symbol_ops(self, path: str, symbol: str) -> list[str]:
+        """Ops of ``symbol`` (``Cls.meth`` → ``Cls``) in ``path``; ``[]`` when unknown."""
+        return self.symbols.get(path, {}).get(symbol.split(".")[0], [])
+
+    def kernels_matching(self, key: str) -> set[str]:
+        """Ops of every kernel whose lower-case name contains ``key`` (stem fallback)."""
+        if not key:
+            return set()
+        return {o for k, ops in self.kernels.items() if key in k.lower() for o in ops}
+
+    @classmethod
+    def from_root(cls, root: Path) -> "SourceMap":
+        """Read a source tree or an installed wheel at ``root`` (see the module docstring).
+
+        Raises ``FileNotFoundError`` if ``root`` holds no ``native_functions.yaml``.
+        """
+        yaml_path = next((root / p for p in YAML_PATHS if (root / p).is_file()), None)
+        if yaml_path is None:
+            raise FileNotFoundError(f"{root}: no native_functions.yaml (looked in {', '.join(YAML_PATHS)})")
+        sm = cls(kernels=parse_native_functions(yaml_path.read_text(encoding="utf-8")))
+        known = sm.ops
+        for prefix in DECORATED_PY + CALLING_PY:
+            base = root / prefix
+            files = [base] if base.is_file() else sorted(base.rglob("*.py")) if base.is_dir() else []
+            for path in files:
+                rel = path.relative_to(root).as_posix()
+                try:
+                    tree = ast.parse(path.read_text(encoding="utf-8"))
+                except (SyntaxError, UnicodeDecodeError, OSError) as exc:
+                    log.warning("source map: skipping %s: %s", rel, exc)
+                    continue
+                found = called_ops(tree, known) if prefix in CALLING_PY else decorated_ops(tree)
+                if found:
+                    sm.symbols[rel] = found
+        native = root / "aten/src/ATen/native"
+        if native.is_dir():
+            for path in sorted(native.rglob("*.cpp")):
+                ops = native_file_ops(path.read_text(encoding="utf-8", errors="replace"), sm.kernels)
+                if ops:
+                    sm.native_files[path.relative_to(root).as_posix()] = ops
+        return sm
+
+    @classmethod
+    def build(cls, root: Path, *, version: str, cache_dir: Path | None) -> "SourceMap":
+        """``from_root`` once per (version, root), cached as ``source_map-<version>-<hash>.json``."""
+        path = None
+        if cache_dir is not None:
+            tag = hashlib.sha1(str(Path(root).resolve()).encode()).hexdigest()[:8]
+            path = Path(cache_dir) / f"source_map-{version}-{tag}.json"
+            if path.exists():
+                try:
+                    return cls(**json.loads(path.read_text()))
+                except (OSError, ValueError, TypeError) as exc:
+                    log.warning("ignoring unreadable source map cache %s: %s", path, exc)
+        sm = cls.from_root(Path(root))
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"kernels": sm.kernels, "symbols": sm.symbols,
+                                       "native_files": sm.native_files}, sort_keys=True))
+            tmp.replace(path)
+        return sm
+
+
+def installed_root() -> tuple[Path, str] | None:
+    """(site-packages root, version) of the installed torch, or ``None`` if torch is absent."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return Path(torch.__file__).resolve().parent.parent, torch.__version__
