@@ -91,10 +91,23 @@ def load_items(spec_paths: Sequence[Path]) -> list[SpecItem]:
 
 def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
                   progress: Progress, timeout_s: int, environment: "Environment | None" = None,
+                  settings: Settings | None = None,
                   ) -> Callable[[Sequence[str]], list[TestResult]]:
     """An executor running item ids in a fresh pytest subprocess per call (attempt dirs),
-    with the interpreter and variables of ``environment`` (default: this interpreter)."""
+    with the interpreter and variables of ``environment`` (default: this interpreter).
+
+    With ``settings.broker_url`` set (``RELAY_BROKER_URL``) the ids run instead as a chord of
+    shards on Celery workers (``relay.distributed.executor.CeleryExecutor``)."""
     from test_specs.runner import run_items
+
+    if settings is not None and settings.broker_url:
+        from relay.distributed.config import as_distributed
+        from relay.distributed.executor import CeleryExecutor
+
+        return CeleryExecutor(as_distributed(settings), spec_paths, device=device, timeout_s=timeout_s,
+                              label=workdir.name, on_result=progress.result,
+                              env=None if environment is None else environment.env,
+                              python=None if environment is None else str(environment.python))
 
     attempt = 0
     extra = {} if environment is None else {"python": str(environment.python), "env": environment.env}
@@ -166,11 +179,11 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
         progress.phase(f"baseline on {changeset.base} in {base.name}")
         base_line = baseline(changeset, to_run, settings=settings, base_env=base,
                              execute_base=make_executor(specs, workdir / "base", device, Progress(),
-                                                        timeout_s, base),
+                                                        timeout_s, base, settings),
                              stages=list(state.stats))
     progress.total(len(to_run))
     progress.phase("running tests")
-    execute = make_executor(specs, workdir, device, progress, timeout_s, head)
+    execute = make_executor(specs, workdir, device, progress, timeout_s, head, settings)
     results = execute(to_run)
     progress.phase("refining")
     state = refine(state, results, execute, proposal_dir=workdir)

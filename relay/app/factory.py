@@ -99,7 +99,9 @@ def create_app(
     settings = settings or get_settings()
     secret = settings.require_webhook_secret() if webhooks_enabled else None
     if webhooks_enabled and settings.broker_url and queue is None:
-        log.warning("RELAY_BROKER_URL is set but no Celery queue exists yet; working in-process")
+        from relay.distributed.queue import CeleryQueue  # workers (`relay worker`) do the work
+
+        queue = CeleryQueue(settings)
     allowlist = _allowlist(settings)
     engine = make_engine(settings.database_url)
     create_schema(engine)

@@ -53,3 +53,39 @@ def test_legacy_create_all_database_is_stamped(tmp_path) -> None:
         assert MigrationContext.configure(conn).get_current_revision() == HEAD
         assert "outbox" in inspect(conn).get_table_names()
     engine.dispose()
+
+
+def test_upgrade_from_the_previous_revision_keeps_data(db_url) -> None:
+    """A database at the revision before head (with a stored run) upgrades to head cleanly and
+    keeps its rows; downgrading one step removes only head's tables."""
+    from sqlalchemy import text
+
+    script = ScriptDirectory.from_config(alembic_config())
+    previous = script.get_revision(HEAD).down_revision
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, previous)
+            conn.execute(text(
+                "INSERT INTO runs (id, backend, upstream, base, head, title, trigger, started_at,"
+                " finished_at, universe, selected, conclusion, stages, counts) VALUES ('r1', 'b',"
+                " 'u', 'x', 'y', '', 'replay', '2026-01-01T00:00:00+00:00',"
+                " '2026-01-01T00:00:01+00:00', 0, 0, 'success', '[]', '{}')"))
+        before = set(inspect(engine).get_table_names())
+        create_schema(engine)
+        with engine.connect() as conn:
+            assert MigrationContext.configure(conn).get_current_revision() == HEAD
+            assert conn.execute(text("SELECT count(*) FROM runs")).scalar() == 1
+            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(ctx, Base.metadata) == []
+        added = set(inspect(engine).get_table_names()) - before
+        assert added, "head adds no table over the previous revision"
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, previous)
+        assert set(inspect(engine).get_table_names()) == before
+    finally:
+        engine.dispose()

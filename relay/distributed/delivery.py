@@ -1,0 +1,64 @@
+"""Processing one delivery on a worker: the same steps the in-process queue runs.
+
+``handle_delivery`` is called by the ``relay.process_delivery`` task, once per (re)delivered
+message.  It composes the public pieces the app factory uses — the allowlist, the CRCR fan-out,
+the L3 check gating, ``default_processor`` for the local backend, and the HUD outbox row written
+in the run's transaction — around ``relay.app.processing.process_delivery``.  The relay's
+deliverer (in ``relay serve``) sends the outbox rows; the worker only writes them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from relay.app.processing import default_processor, process_delivery
+from relay.crcr.allowlist import Allowlist, AllowlistSource
+from relay.github.webhooks import Delivery
+from relay.models import Run
+from relay.settings import Settings
+
+__all__ = ["handle_delivery"]
+
+
+def _allowlist(settings: Settings):
+    if not settings.allowlist:
+        fixed = Allowlist.local_only(settings.backend, "L2")
+        return lambda: fixed
+    return AllowlistSource(settings.allowlist, refresh_s=settings.allowlist_refresh_s).get
+
+
+def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Session]) -> str | None:
+    """Process the stored delivery ``delivery_id``; returns its final status (``None`` when it
+    was not claimable).  Never raises for a pipeline error (recorded on the delivery row)."""
+    from relay.crcr.checks import on_labeled
+    from relay.crcr.fanout import FanoutContext, fan_out
+    from relay.github.client import GitHubClient
+    from relay.hud.client import build_hud_body
+    from relay.store.outbox import enqueue
+
+    allowlist = _allowlist(settings)
+
+    def level() -> str | None:
+        entry = allowlist().get(settings.backend)
+        return entry.level if entry is not None else None
+
+    def local(delivery: Delivery, s: Settings) -> Run | None:
+        return default_processor(delivery, s) if level() is not None else None
+
+    def report(session: Session, run: Run, delivery: Delivery) -> None:
+        lvl = level()
+        if lvl not in ("L2", "L3", "L4"):
+            return
+        queue_ms = max(0.0, (run.started_at - delivery.received_at).total_seconds() * 1000.0)
+        body = build_hud_body(run, settings, level=lvl, event_type=delivery.event,
+                              queue_ms=queue_ms)
+        enqueue(session, "hud", body.model_dump(mode="json"))
+
+    ctx = FanoutContext(sf, settings, allowlist, lambda: GitHubClient.from_settings(settings))
+
+    def fanout(delivery: Delivery) -> None:
+        fan_out(delivery, ctx)
+        on_labeled(delivery, sf)
+
+    return process_delivery(delivery_id, session_factory=sf, settings=settings, processor=local,
+                            report=report, fanout=fanout)
