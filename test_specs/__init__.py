@@ -4,11 +4,20 @@ Public API (import from the submodules; this package imports nothing heavy):
 
 - ``test_specs.loader``: ``load_spec(path) -> Spec``, ``check_specs(paths, strict=False) ->
   list[SpecError]`` (``SpecError.format()`` = ``file:line:col: message``).
-- ``test_specs.expand``: ``expand(spec_paths=None) -> list[SpecItem]``, ``spec_paths_default()``.
-- ``test_specs.runner``: ``run_items(item_ids, spec_paths, *, workdir, ...) -> list[TestResult]``.
+- ``test_specs.expand``: ``expand(spec_paths=None, *, upstream=None) -> list[SpecItem]``,
+  ``spec_paths_default()``.
+- ``test_specs.runner``: ``run_items(item_ids, spec_paths, *, workdir, device="spyre", reruns=2,
+  timeout_s=120, env=None, on_result=None, shards=1, upstream=None) -> list[TestResult]``,
+  ``shard_split(item_ids, shards)``.
 - ``test_specs.plugin``: the pytest plugin (``-p test_specs.plugin``; not auto-registered).
-- ``test_specs.templates``: the generic test templates (``TestCommon::test_compare_cpu``).
+- ``test_specs.upstream``: source-tree mode (upstream test files via common_device_type).
+- ``test_specs.templates`` (registry, ``TestCommon::test_compare_cpu``), ``op_templates``
+  (noncontiguous, out=, out= warning, variant consistency, NumPy ref), ``module_templates``
+  (module forward/backward vs CPU, noncontiguous, device transfer).
+- ``python -m test_specs.sweep``: run every item, store counts per outcome;
+  ``python -m test_specs.generate``: regenerate ``opinfo_all.yaml``/``modules.yaml`` from a sweep.
 
 Module map: ``schema`` (pydantic models) ← ``yamlmarks`` (marks, duplicate keys) ← ``loader``
-← ``expand`` (precedence rules) ← ``plugin`` (pytest items) ← ``runner`` (subprocess, results).
+← ``expand`` (precedence rules) ← ``plugin`` / ``upstream`` (pytest items) ← ``runner``
+(subprocess shards, results) ← ``sweep``; ``generate`` writes specs from a sweep.
 """

@@ -1,4 +1,5 @@
-"""Expand spec files into ``SpecItem``s: one per (template, OpInfo, dtype) of each ``source: op_db``.
+"""Expand spec files into ``SpecItem``s: one per (template, OpInfo, dtype) of each ``source: op_db``
+entry and one per (template, ModuleInfo, dtype) of each ``source: module_db`` entry.
 
 ``expand(spec_paths=None) -> list[SpecItem]`` (sorted by id, ids unique) — ``None`` means
 ``spec_paths_default()``.  ``path:`` file entries (upstream test files run by torch-spyre's own
@@ -7,8 +8,11 @@ framework) produce no items here.
 Precedence rules (torch-spyre ``tests/oot_framework``, RFC 1287; design §6):
 
 - ops of a test entry: ``edits.ops.include`` names (an OpInfo ``name`` selects all its variants,
-  ``name.variant`` one) or, with no include list, all of ``op_db`` restricted to
-  ``global.supported_ops`` when that is given; then minus ``edits.ops.exclude``.
+  ``name.variant`` one, ``{name, exact: true}`` only the unnamed variant) or, with no include
+  list, all of ``op_db`` restricted to ``global.supported_ops`` when that is given; then minus
+  ``edits.ops.exclude``.  Modules likewise: ``edits.modules`` and ``global.supported_modules``.
+- a template with ``applies`` (e.g. ``test_out``: ``op.supports_out``) skips subjects it does
+  not apply to (no item, as upstream's ``@ops`` filters produce no test).
 - dtypes (``effective_dtypes``): ``global.supported_dtypes`` ∩ ``op.supported_dtypes('cpu')`` ∩
   the template's allowed dtypes ∩ the op's ``global.supported_ops[].dtypes`` (if listed),
   then ∪ ``edits.dtypes.include`` (limited to dtypes the op supports: samples cannot be made
@@ -32,7 +36,7 @@ from typing import Any, Iterable
 from selection.models import Mode
 from test_specs.items import SpecItem, Tolerance, make_item_id
 from test_specs.loader import Spec, SpecError, load_spec
-from test_specs.schema import Precision, TestEntry
+from test_specs.schema import Precision, SupportedOp, TestEntry
 from test_specs.templates import TEMPLATES, Template, load_extra_templates, op_subject
 
 #: Per-dtype default tolerances (assert_close ``atol``/``rtol``).  Spyre computes in fp16
@@ -52,6 +56,14 @@ def spec_paths_default() -> list[Path]:
     """The spec files packaged in ``test_specs/specs/``, sorted by name."""
     root = Path(str(resources.files("test_specs") / "specs"))
     return sorted(root.glob("*.yaml"))
+
+
+@functools.lru_cache(maxsize=1)
+def module_db() -> tuple[Any, ...]:
+    """``torch.testing._internal.common_modules.module_db`` (imported once)."""
+    from torch.testing._internal.common_modules import module_db as db
+
+    return tuple(db)
 
 
 @functools.lru_cache(maxsize=1)
@@ -93,8 +105,21 @@ def effective_tolerance(dtype: str, *precisions: Precision | None) -> Tolerance:
     return Tolerance(atol=atol, rtol=rtol)
 
 
-def _matches(spec_name: str, op: Any) -> bool:
-    return spec_name == op.name or spec_name == op_subject(op)
+def _matches(spec_name: Any, subject: Any) -> bool:
+    """Whether an include/exclude entry (``OpNamed``/``Named``) selects an OpInfo or ModuleInfo."""
+    if _is_module(subject):
+        return spec_name.name == subject.name
+    if getattr(spec_name, "exact", False):
+        return spec_name.name == subject.name and not subject.variant_test_name
+    return spec_name.name == subject.name or spec_name.name == op_subject(subject)
+
+
+def _is_module(subject: Any) -> bool:
+    return hasattr(subject, "module_cls")
+
+
+def _subject(x: Any) -> str:
+    return x.name if _is_module(x) else op_subject(x)
 
 
 @dataclass
@@ -104,23 +129,68 @@ class _Ctx:
     errors: list[SpecError]
 
 
-def _select_ops(ctx: _Ctx, fi: int, ti: int, test: TestEntry) -> list[Any]:
-    db, g = op_db(), ctx.spec.config.global_
-    loc = ("files", fi, "tests", ti, "edits", "ops")
+def _source(kind: str) -> tuple[tuple[Any, ...], str]:
+    return (module_db(), "modules") if kind == "module_db" else (op_db(), "ops")
+
+
+def _global_entry(g: Any, x: Any) -> SupportedOp | None:
+    if _is_module(x):
+        return next((m for m in g.supported_modules or [] if m.name == x.name), None)
+    return g.op(x.name, x.variant_test_name)
+
+
+@functools.lru_cache(maxsize=2)
+def _index(source: str) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Positions in the database by ``name`` and by subject (``name.variant``), built once."""
+    db, _ = _source(source)
+    by_name: dict[str, list[int]] = {}
+    by_subject: dict[str, int] = {}
+    for i, x in enumerate(db):
+        by_name.setdefault(x.name, []).append(i)
+        by_subject[_subject(x)] = i
+    return by_name, by_subject
+
+
+def _resolve(source: str, n: Any) -> list[int]:
+    """Database positions an include/exclude entry selects (same rule as ``_matches``)."""
+    db, _ = _source(source)
+    by_name, by_subject = _index(source)
+    hits = set(by_name.get(n.name, []))
+    if getattr(n, "exact", False):
+        hits = {i for i in hits if not getattr(db[i], "variant_test_name", "")}
+    elif n.name in by_subject:
+        hits.add(by_subject[n.name])
+    return sorted(hits)
+
+
+def _select(ctx: _Ctx, fi: int, ti: int, test: TestEntry, source: str) -> list[Any]:
+    """Subjects (OpInfos or ModuleInfos) of one test entry; see the module docstring."""
+    (db, key), g = _source(source), ctx.spec.config.global_
+    edits = getattr(test.edits, key)
+    other = test.edits.modules if key == "ops" else test.edits.ops
+    loc = ("files", fi, "tests", ti, "edits", key)
+    what = "an OpInfo name (or name.variant) in op_db" if key == "ops" else "a ModuleInfo name in module_db"
+    picked: dict[str, set[int]] = {"include": set(), "exclude": set()}
     for kind in ("include", "exclude"):
-        for ni, n in enumerate(getattr(test.edits.ops, kind)):
-            if not any(_matches(n.name, op) for op in db):
-                ctx.errors.append(ctx.spec.error(loc + (kind, ni, "name"), f"unknown op {n.name!r}: not an OpInfo name (or name.variant) in op_db"))
-    if test.edits.ops.include:
-        ops = [op for op in db if any(_matches(n.name, op) for n in test.edits.ops.include)]
-    elif g.supported_ops is not None:
-        ops = [op for op in db if g.op(op.name, op.variant_test_name) is not None]
+        for ni, n in enumerate(getattr(edits, kind)):
+            hits = _resolve(source, n)
+            if not hits:
+                ctx.errors.append(ctx.spec.error(loc + (kind, ni, "name"), f"unknown {key[:-1]} {n.name!r}: not {what}"))
+            picked[kind].update(hits)
+    if other.include or other.exclude:
+        okey = "modules" if key == "ops" else "ops"
+        ctx.errors.append(ctx.spec.error(("files", fi, "tests", ti, "edits", okey), f"edits.{okey} has no effect in a source: {source} entry"))
+    gl = g.supported_modules if key == "modules" else g.supported_ops
+    if edits.include:
+        chosen = sorted(picked["include"])
+    elif gl is not None:
+        chosen = [i for i, x in enumerate(db) if _global_entry(g, x) is not None]
     else:
-        ops = list(db)
-    return [op for op in ops if not any(_matches(n.name, op) for n in test.edits.ops.exclude)]
+        chosen = list(range(len(db)))
+    return [db[i] for i in chosen if i not in picked["exclude"]]
 
 
-def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, ops: list[Any],
+def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects: list[Any],
                test: TestEntry | None) -> None:
     spec, g = ctx.spec, ctx.spec.config.global_
     fentry = spec.config.files[fi]
@@ -128,11 +198,16 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, ops: list
     include = {d.name: d for d in edits.dtypes.include} if edits else {}
     exclude = {d.name for d in edits.dtypes.exclude} if edits else set()
     gdtypes = {d.name for d in g.supported_dtypes}
-    op_tags = {n.name: n.tags for n in edits.ops.include} if edits else {}
-    for op in ops:
-        subject, sop = op_subject(op), g.op(op.name, op.variant_test_name)
+    named = [n for n in ((edits.ops.include + edits.modules.include) if edits else []) if getattr(n, "tags", None)]
+    for x in subjects:
+        if template.applies is not None and not template.applies(x):
+            continue
+        subject, sop, is_mod = _subject(x), _global_entry(g, x), _is_module(x)
+        own = dtype_names(x.dtypes if is_mod else x.supported_dtypes("cpu"))
+        # A ModuleInfo's dtypes are its CPU-reference dtypes; a module can be built in any float
+        # dtype, so include adds dtypes beyond them (OpInfo samples cannot: include is limited).
         dtypes = effective_dtypes(
-            global_dtypes=gdtypes, op_dtypes=dtype_names(op.supported_dtypes("cpu")),
+            global_dtypes=gdtypes, op_dtypes=own | (set(include) if is_mod else set()),
             allowed=set(template.allowed_dtypes) if template.allowed_dtypes is not None else None,
             op_restrict={d.name for d in sop.dtypes} if sop else None,
             include=set(include), exclude=exclude)
@@ -152,14 +227,16 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, ops: list
             item_id = make_item_id(spec.suite, template.name, subject, dtype)
             if item_id in ctx.items:
                 loc = ("files", fi, "tests", ti, "names") if ti is not None else ("files", fi)
-                ctx.errors.append(spec.error(loc, f"{template.name} for op {subject!r} is already produced by an earlier test entry"))
+                ctx.errors.append(spec.error(loc, f"{template.name} for {subject!r} is already produced by an earlier test entry"))
                 continue
-            tags = list(dict.fromkeys((test.tags if test else []) + [t for n, ts in op_tags.items() if _matches(n, op) for t in ts]))
+            tags = list(dict.fromkeys((test.tags if test else []) + [t for n in named if _matches(n, x) for t in getattr(n, "tags", [])]))
             ctx.items[item_id] = SpecItem(
                 id=item_id, suite=spec.suite, template=template.name, upstream=template.upstream,
-                op=op.name, variant=op.variant_test_name or None, dtype=dtype, mode=mode,
+                op=None if is_mod else x.name, variant=None if is_mod else (x.variant_test_name or None),
+                module=x.name if is_mod else None, dtype=dtype, mode=mode,
                 reason=reason if mode != "mandatory_success" else None,
-                issue=issue if mode != "mandatory_success" else None, tags=tags, tolerance=tol)
+                issue=issue if mode != "mandatory_success" else None, tags=tags, tolerance=tol,
+                max_samples=g.input_config.max_samples)
 
 
 def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
@@ -168,24 +245,22 @@ def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
     for fi, f in enumerate(spec.config.files):
         if f.source is None:
             continue
-        if f.source == "module_db":
-            ctx.errors.append(spec.error(("files", fi, "source"), "source: module_db is not supported yet"))
-            continue
+        kind = "module" if f.source == "module_db" else "op"
         listed: set[str] = set()
         union: dict[int, Any] = {}
         for ti, t in enumerate(f.tests):
-            ops = _select_ops(ctx, fi, ti, t)
-            union.update((id(op), op) for op in ops)
+            subjects = _select(ctx, fi, ti, t, f.source)
+            union.update((id(x), x) for x in subjects)
             for ni, name in enumerate(t.names):
                 tpl = TEMPLATES.get(name)
-                if tpl is None or tpl.kind != "op":
-                    known = sorted(n for n, x in TEMPLATES.items() if x.kind == "op")
-                    ctx.errors.append(spec.error(("files", fi, "tests", ti, "names", ni), f"unknown op template {name!r}; known: {known}"))
+                if tpl is None or tpl.kind != kind:
+                    known = sorted(n for n, x in TEMPLATES.items() if x.kind == kind)
+                    ctx.errors.append(spec.error(("files", fi, "tests", ti, "names", ni), f"unknown {kind} template {name!r}; known: {known}"))
                     continue
                 listed.add(name)
-                _add_items(ctx, fi, ti, tpl, ops, t)
+                _add_items(ctx, fi, ti, tpl, subjects, t)
         for name, tpl in sorted(TEMPLATES.items()):
-            if tpl.builtin and tpl.kind == "op" and name not in listed:
+            if tpl.builtin and tpl.kind == kind and name not in listed:
                 _add_items(ctx, fi, None, tpl, list(union.values()), None)
     return sorted(ctx.items.values(), key=lambda i: i.id), ctx.errors
 
@@ -203,17 +278,24 @@ def expand_spec(spec: Spec) -> list[SpecItem]:
     return items
 
 
-def expand(spec_paths: Iterable[str | Path] | None = None) -> list[SpecItem]:
+def expand(spec_paths: Iterable[str | Path] | None = None, *, upstream: str | Path | None = None) -> list[SpecItem]:
     """All items of ``spec_paths`` (default: ``spec_paths_default()``), sorted by id.
 
-    Raises ``loader.SpecLoadError`` for a file that does not load, ``ValueError`` for semantic
-    errors or an id produced by two files (two files with the same stem).
+    ``upstream`` (a PyTorch checkout) adds the items of ``path:`` entries: their files are
+    resolved (``${TORCH_ROOT}``, globs) and collected through PyTorch's device-generic mechanism
+    in a subprocess (``test_specs.upstream.collect_items``); without it ``path:`` entries give no
+    items.  Raises ``loader.SpecLoadError`` for a file that does not load, ``ValueError`` for
+    semantic errors or an id produced by two files (two files with the same stem).
     """
     paths = spec_paths_default() if spec_paths is None else [Path(p) for p in spec_paths]
     items: dict[str, SpecItem] = {}
-    for p in paths:
-        for it in expand_spec(load_spec(p)):
-            if it.id in items:
-                raise ValueError(f"{p}: item id {it.id} also produced by another spec file")
-            items[it.id] = it
+    extra: list[SpecItem] = []
+    if upstream is not None:
+        from test_specs.upstream import collect_items
+
+        extra = collect_items(paths, Path(upstream))
+    for it in [x for p in paths for x in expand_spec(load_spec(p))] + extra:
+        if it.id in items:
+            raise ValueError(f"item id {it.id} produced twice (two spec files with the same stem?)")
+        items[it.id] = it
     return [items[k] for k in sorted(items)]

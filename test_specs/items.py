@@ -25,7 +25,10 @@ class SpecItem(BaseModel):
     """One expanded test: what to run, how (``mode``) and why that mode (``reason``/``issue``).
 
     ``upstream`` names the generic upstream test the template mirrors (e.g.
-    ``test/test_ops.py::TestCommon::test_compare_cpu``); ``tolerance`` is the effective one for
+    ``test/test_ops.py::TestCommon::test_compare_cpu``); exactly one of ``op`` (OpInfo name,
+    ``variant`` its ``variant_test_name``) and ``module`` (ModuleInfo name, e.g. ``nn.Linear``)
+    is set, except for source-tree items (``path`` entries), which carry ``op``/``module`` only
+    when the instantiated test names one; ``tolerance`` is the effective one for
     ``dtype`` after the spec's precedence rules; ``None`` means the template default.
     """
 
@@ -44,6 +47,7 @@ class SpecItem(BaseModel):
     issue: str | None = None
     tags: list[str] = Field(default_factory=list)
     tolerance: Tolerance | None = None
+    max_samples: int | None = None  # sample cap (spec ``global.input_config.max_samples``)
 
     @property
     def subject(self) -> str:

@@ -18,6 +18,8 @@ Load it explicitly (it is not auto-registered)::
   ``pytest.mark.xfail`` (fail = xfailed, pass = xpassed); ``xfail_strict`` → strict (pass =
   failed); ``skip`` → skipped with its reason.  Tags become marks (registered on the fly).
 - ``user_properties`` carry id/op/module/dtype/mode/upstream/reason/issue into JUnit XML.
+- Upstream test files (source-tree mode) get their ``SpecItem`` from ``test_specs.upstream``;
+  ``--spyre-select`` and ``--spyre-results`` treat them like spec items (``spec_item_of``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not select:
         return
     wanted = {ln.strip() for ln in Path(select).read_text(encoding="utf-8").splitlines() if ln.strip()}
-    keep = [i for i in items if isinstance(i, SpecTestItem) and i.spec_item.id in wanted]
+    keep = [i for i in items if (it := spec_item_of(i)) is not None and it.id in wanted]
     drop = [i for i in items if i not in keep]
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -77,8 +79,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     writer = session.config.stash.get(_RESULTS, None)
     if writer is not None:
-        spec_items = [i for i in session.items if isinstance(i, SpecTestItem)]
-        writer.collected([i.spec_item for i in spec_items], [i.nodeid for i in spec_items])
+        pairs = [(it, i.nodeid) for i in session.items if (it := spec_item_of(i)) is not None]
+        writer.collected([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def spec_item_of(item: pytest.Item) -> SpecItem | None:
+    """The ``SpecItem`` behind a pytest item: a spec YAML item, or an upstream test given rules
+    by ``test_specs.upstream`` (source-tree mode); ``None`` for anything else."""
+    if isinstance(item, SpecTestItem):
+        return item.spec_item
+    from test_specs.upstream import SPEC_ITEM
+
+    return item.stash.get(SPEC_ITEM, None)
 
 
 class SpecFile(pytest.File):
@@ -116,13 +128,18 @@ class SpecTestItem(pytest.Item):
         import torch
 
         from test_specs.items import Tolerance
-        from test_specs.expand import DEFAULT_TOLERANCE, op_db
+        from test_specs.expand import DEFAULT_TOLERANCE, module_db, op_db
+        from test_specs.templates import fast_sample_inputs, sample_cap
 
         it = self.spec_item
         template = TEMPLATES[it.template]
-        op = next(o for o in op_db() if o.name == it.op and (o.variant_test_name or None) == it.variant)
+        if it.module is not None:
+            subject = next(m for m in module_db() if m.name == it.module)
+        else:
+            subject = next(o for o in op_db() if o.name == it.op and (o.variant_test_name or None) == it.variant)
         tol = it.tolerance or DEFAULT_TOLERANCE.get(it.dtype, Tolerance(atol=0.0, rtol=0.0))
-        template.fn(op, getattr(torch, it.dtype), self.config.getoption("--spyre-device"), tol)
+        with sample_cap(it.max_samples), fast_sample_inputs():
+            template.fn(subject, getattr(torch, it.dtype), self.config.getoption("--spyre-device"), tol)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         it = self.spec_item

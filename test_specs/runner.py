@@ -1,11 +1,15 @@
 """Run spec items in a pytest subprocess and return one ``TestResult`` per requested id.
 
-``run_items(item_ids, spec_paths, *, workdir, device="spyre", reruns=0, timeout_s=120, env=None,
-on_result=None) -> list[TestResult]`` (in the order of ``item_ids``):
+``run_items(item_ids, spec_paths, *, workdir, device="spyre", reruns=2, timeout_s=120, env=None,
+on_result=None, shards=1, upstream=None) -> list[TestResult]`` (in the order of ``item_ids``);
+with ``shards=N`` the ids are split by ``shard_split`` and each shard below runs in its own
+pytest process under ``<workdir>/shard-<k>/``, concurrently.  Per shard:
 
 1. writes ``<workdir>/selected_ids.txt`` and runs ``sys.executable -m pytest -p test_specs.plugin
    -p no:cacheprovider <spec files> --spyre-select=... --spyre-device=... --junitxml=<workdir>/
    junit.xml --spyre-results=<workdir>/results.jsonl --timeout=<timeout_s> [--reruns N] -q``
+   (``reruns`` defaults to 2, PyTorch CI's convention; pytest-rerunfailures reruns a failing
+   test in the same process; failed-then-passed is ``flaky``; pytest-timeout's per-test limit)
    with ``cwd=workdir``; pytest's output goes to ``<workdir>/pytest.log``;
 2. tails ``results.jsonl`` while it runs and calls ``on_result`` once per finished test;
 3. if the process dies inside a test (a device ``os.abort()``, a segfault), that test is
@@ -29,8 +33,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -118,16 +124,76 @@ def _make(item_id: str, meta: dict[str, Any], **fields: Any) -> TestResult:
                       dtype=m.get("dtype"), mode=m.get("mode") or "mandatory_success", **fields)
 
 
+def shard_split(item_ids: list[str], shards: int) -> list[list[str]]:
+    """Deterministic split: the ids sorted, dealt round-robin (shard ``k`` gets sorted[k::n]).
+
+    Sorting makes the split independent of input order and machine; dealing spreads the items of
+    one op/template (adjacent in id order, similar cost) over all shards.  Empty shards are
+    dropped.  Raises ``ValueError`` if ``shards < 1``.
+    """
+    if shards < 1:
+        raise ValueError("shards must be >= 1")
+    ordered = sorted(item_ids)
+    return [part for part in (ordered[k::shards] for k in range(shards)) if part]
+
+
 def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir: Path,
-              device: str = "spyre", reruns: int = 0, timeout_s: float = 120,
+              device: str = "spyre", reruns: int = 2, timeout_s: float = 120,
               env: dict[str, str] | None = None,
-              on_result: Callable[[TestResult], None] | None = None) -> list[TestResult]:
-    """See the module docstring.  ``env`` is added to (not substituted for) ``os.environ``."""
+              on_result: Callable[[TestResult], None] | None = None,
+              shards: int = 1, upstream: str | Path | None = None,
+              python: str | None = None) -> list[TestResult]:
+    """See the module docstring.  ``env`` is added to (not substituted for) ``os.environ``.
+
+    ``shards`` > 1 runs ``shard_split(item_ids, shards)`` as that many concurrent pytest
+    processes, each in ``<workdir>/shard-<k>/`` with its own crash/hang containment;
+    ``on_result`` is then called from several threads (serialized by a lock).  ``upstream``:
+    a PyTorch checkout; ``path:`` entries of the specs are resolved against it and their
+    upstream tests run through ``test_specs.upstream`` (source-tree mode).  ``python``: the
+    interpreter that runs pytest (another environment's torch; default ``sys.executable``).
+    """
     if len(set(item_ids)) != len(item_ids):
         raise ValueError("duplicate item ids")
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    specs = [str(Path(p).resolve()) for p in spec_paths]
+    specs = _needed_specs([str(Path(p).resolve()) for p in spec_paths], item_ids)
+    parts = shard_split(item_ids, shards)
+    if len(parts) <= 1:
+        got = _run_shard(item_ids, specs, workdir, device, reruns, timeout_s, env, on_result, upstream,
+                         python)
+        return [got[i] for i in item_ids]
+    lock = threading.Lock()
+
+    def locked(r: TestResult) -> None:
+        with lock:
+            on_result(r)  # type: ignore[misc]
+
+    merged: dict[str, TestResult] = {}
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        futures = [pool.submit(_run_shard, part, specs, workdir / f"shard-{k}", device, reruns, timeout_s,
+                               env, locked if on_result else None, upstream, python)
+                   for k, part in enumerate(parts)]
+        for f in futures:
+            merged.update(f.result())
+    return [merged[i] for i in item_ids]
+
+
+def _needed_specs(specs: list[str], item_ids: list[str]) -> list[str]:
+    """Only the spec files whose stem (the item id's suite) is named by some id, so a shard does
+    not load and expand databases it will not run; all of them if an id names no spec file
+    (pytest then reports it "not collected")."""
+    suites = {i.split("::", 1)[0] for i in item_ids}
+    if not suites <= {Path(s).stem for s in specs}:
+        return specs
+    return [s for s in specs if Path(s).stem in suites]
+
+
+def _run_shard(item_ids: list[str], specs: list[str], workdir: Path, device: str, reruns: int,
+               timeout_s: float, env: dict[str, str] | None,
+               on_result: Callable[[TestResult], None] | None,
+               upstream: str | Path | None, python: str | None = None) -> dict[str, TestResult]:
+    """One pytest process (restarted after a crash) for ``item_ids``; ``{id: TestResult}``."""
+    workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, TestResult] = {}
     meta: dict[str, dict[str, Any]] = {}
     results_file = workdir / "results.jsonl"
@@ -136,6 +202,11 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
     full_env = {**os.environ, **(env or {})}
     root = str(Path(__file__).resolve().parent.parent)
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, full_env.get("PYTHONPATH")]))
+    targets, extra = list(specs), []
+    if upstream is not None:
+        from test_specs.upstream import run_args
+
+        targets, extra = run_args(specs, Path(upstream))
 
     def record(r: TestResult) -> None:
         if r.id in results:
@@ -147,12 +218,12 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
     attempt = 0
     remaining = [i for i in item_ids]
     junits: list[Path] = []
-    while remaining and specs:
+    while remaining and targets:
         junit = workdir / ("junit.xml" if attempt == 0 else f"junit.restart{attempt}.xml")
         junits.append(junit)
         ids_file = workdir / "selected_ids.txt"
         ids_file.write_text("".join(i + "\n" for i in remaining), encoding="utf-8")
-        cmd = [sys.executable, "-m", "pytest", "-p", "test_specs.plugin", "-p", "no:cacheprovider", *specs,
+        cmd = [python or sys.executable, "-m", "pytest", "-p", "test_specs.plugin", "-p", "no:cacheprovider", *extra, *targets,
                f"--spyre-select={ids_file}", f"--spyre-device={device}", f"--junitxml={junit}",
                f"--spyre-results={results_file}", f"--timeout={timeout_s:g}", "-q", "-rN",
                "-o", "junit_logging=no"]
@@ -215,7 +286,7 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
     for rid in item_ids:  # no spec paths at all
         if rid not in results:
             record(_make(rid, {}, outcome="failed", message="not collected: no spec files given"))
-    return [results[i] for i in item_ids]
+    return results
 
 
 def _last_line(path: Path) -> str:

@@ -87,9 +87,12 @@ class Named(_Model):
 
 
 class OpNamed(Named):
-    """An op in ``edits.ops.include``: OpInfo ``name`` or ``name.variant``; ``tags`` add marks."""
+    """An op in ``edits.ops.include``/``exclude``: OpInfo ``name`` (all its variants) or
+    ``name.variant``; ``exact: true`` (our superset) makes ``name`` select only the OpInfo without
+    a variant (``softmax`` but not ``softmax.with_dtype``); ``tags`` add marks."""
 
     tags: list[str] = Field(default_factory=list)
+    exact: bool = False
 
 
 class DtypeNamed(Named):
@@ -108,7 +111,7 @@ class DtypeNamed(Named):
 
 class OpsEdits(_Model):
     include: list[OpNamed] = Field(default_factory=list)
-    exclude: list[Named] = Field(default_factory=list)
+    exclude: list[OpNamed] = Field(default_factory=list)
 
 
 class ModulesEdits(_Model):
@@ -210,7 +213,11 @@ class SupportedOp(_Model):
 
 
 class InputConfig(_Model):
+    """``seed`` (torch-spyre); ``max_samples`` (our superset): at most this many sample inputs
+    per item (OpInfo samples / ModuleInputs, in database order); unset = all (as upstream)."""
+
     seed: int | None = None
+    max_samples: int | None = Field(default=None, ge=1)
 
 
 class GlobalConfig(_Model):

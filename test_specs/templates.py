@@ -1,9 +1,15 @@
 """Generic test templates: plain functions ``fn(op, dtype, device, tolerance) -> None``.
 
 A template is our device-generic counterpart of one upstream test (``Template.upstream``), run
-for one OpInfo (or, later, ModuleInfo) and one dtype.  It returns on success and raises
-``TemplateFailure`` (an ``AssertionError`` with structured fields) on a mismatch or when the
-device raises.
+for one OpInfo (``kind="op"``) or one ModuleInfo (``kind="module"``, first argument a ModuleInfo)
+and one dtype.  It returns on success and raises ``TemplateFailure`` (an ``AssertionError`` with
+structured fields) on a mismatch or when the device raises, or ``TemplateSkip``
+(``unittest.SkipTest``) when the upstream test it mirrors would skip too.
+
+Sample cap: templates iterate samples through ``capped(...)``, which stops after
+``max_samples`` samples when one is set (``with sample_cap(n): ...``; the plugin sets it from
+the item's ``max_samples``, i.e. the spec's ``global.input_config.max_samples``).  Upstream
+tests run every sample; the cap bounds per-item cost for whole-database sweeps.
 
 Templates are registered by their generic name (``TestCommon::test_compare_cpu``) in
 ``TEMPLATES``; a spec's ``tests[].names`` refer to them.  Extra modules that call ``register``
@@ -11,17 +17,24 @@ can be named in the environment variable ``SPYRE_SPEC_TEMPLATES`` (comma-separat
 they are imported by ``load_extra_templates()`` and are never expanded unless a spec lists them
 (``builtin=False``).  The test suite uses this hook for a fault-injection template.
 
-To add a template (noncontiguous, ``out=``, module_db): write the function, ``register`` it with
-its upstream test and allowed dtypes; ``expand`` and the plugin pick it up by name.
+To add a template: write the function, ``register`` it with its upstream test, allowed dtypes
+and (optionally) ``applies`` (a predicate on the OpInfo/ModuleInfo; items are expanded only for
+subjects it accepts, e.g. ``op.supports_out`` for ``test_out``).  Op templates live in
+``op_templates``, module templates in ``module_templates``; both register on import of this
+module.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
+import itertools
 import math
 import os
+import unittest
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Iterator, Literal
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -30,8 +43,8 @@ from test_specs.items import Tolerance
 
 TemplateFn = Callable[[Any, torch.dtype, str, Tolerance], None]
 
-#: Seed set before each op call on either device, so random ops (dropout) draw the same numbers
-#: when the device's generator follows ``torch.manual_seed`` (upstream's ``wrapper_set_seed``).
+#: Seed set before each op call (``seed_cpu``), so random ops (dropout) draw the same numbers on
+#: the CPU (upstream's ``wrapper_set_seed``); the device has no random kernels (design §7).
 SAMPLE_SEED = 1234
 
 
@@ -46,6 +59,66 @@ class Template:
     allowed_dtypes: frozenset[str] | None = None  # None: any dtype the op supports
     builtin: bool = True
     description: str = ""
+    applies: Callable[[Any], bool] | None = None  # None: every subject of ``kind``
+
+
+class TemplateSkip(unittest.SkipTest):
+    """Raised when the mirrored upstream test would skip too (pytest reports ``skipped``)."""
+
+
+_MAX_SAMPLES: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_samples", default=None)
+
+
+@contextlib.contextmanager
+def sample_cap(n: int | None) -> Iterator[None]:
+    """Within the block, ``capped`` yields at most ``n`` samples (``None``: all)."""
+    token = _MAX_SAMPLES.set(n)
+    try:
+        yield
+    finally:
+        _MAX_SAMPLES.reset(token)
+
+
+def seed_cpu(seed: int = SAMPLE_SEED) -> None:
+    """Seed the CPU generator, ``random`` and NumPy: what CPU sample generation draws from.
+
+    ``torch.manual_seed`` also seeds every accelerator module; on CUDA builds that queues a lazy
+    call with ``traceback.format_stack()`` (~20 ms under pytest), paid per sample.  Device-side
+    random ops are denied on Spyre (design §7), so the CPU generators are the ones that matter.
+    """
+    import random
+
+    import numpy as np
+
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+@contextlib.contextmanager
+def fast_sample_inputs() -> Iterator[None]:
+    """Within the block, OpInfo sample iteration skips two per-sample costs, same samples.
+
+    ``common_utils.TrackedInputIter`` (torch.testing._internal) crawls the stack with
+    ``inspect.stack()`` to find a ``unittest.TestCase`` (there is none in a spec item, so it
+    finds ``None`` after ~0.2 s) and calls ``set_rng_seed(SEED)`` before each sample; here
+    ``extract_test_fn`` returns ``None`` at once and ``set_rng_seed`` seeds like ``seed_cpu``.
+    """
+    from torch.testing._internal import common_utils as cu
+
+    saved = cu.extract_test_fn, cu.set_rng_seed
+    cu.extract_test_fn = lambda: None
+    cu.set_rng_seed = lambda seed=None: seed_cpu(cu.SEED if seed is None else seed)
+    try:
+        yield
+    finally:
+        cu.extract_test_fn, cu.set_rng_seed = saved
+
+
+def capped(samples: Iterable[Any]) -> Iterator[Any]:
+    """The first ``max_samples`` of ``samples`` (all when no cap is set); lazy."""
+    n = _MAX_SAMPLES.get()
+    return iter(samples) if n is None else itertools.islice(samples, n)
 
 
 class TemplateFailure(AssertionError):
@@ -121,8 +194,37 @@ def _errors(actual: Any, expected: Any) -> tuple[float, float, int]:
     return max_abs, (max_rel if math.isfinite(max_rel) else float("inf")), nonfinite
 
 
+def device_call(fn: Callable[[], Any], *, name: str, dtype: str, sample: int | None) -> Any:
+    """``fn()``; any exception it raises becomes a ``TemplateFailure`` naming the device error."""
+    try:
+        return fn()
+    except (TemplateFailure, unittest.SkipTest):
+        raise
+    except Exception as e:  # the device refusing or crashing in Python is a test failure
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise TemplateFailure(op=name, dtype=dtype, sample=sample, message=f"device raised {type(e).__name__}: {first}",
+                              device_error=type(e).__name__) from None
+
+
+def check_close(actual: Any, expected: Any, tol: Tolerance, *, name: str, dtype: str, sample: int | None,
+                what: str = "device output differs from CPU") -> None:
+    """``assert_close(actual, expected, atol, rtol, equal_nan=True)`` on CPU copies of both pytrees;
+    on a mismatch raises ``TemplateFailure`` with the max abs/rel error and the first message line."""
+    to_cpu = _mover("cpu")
+    actual, expected = tree_map_tensors(actual, to_cpu), tree_map_tensors(expected, to_cpu)
+    try:
+        torch.testing.assert_close(actual, expected, atol=tol.atol, rtol=tol.rtol, equal_nan=True)
+    except AssertionError as e:
+        max_abs, max_rel, nonfinite = _errors(actual, expected)
+        first = str(e).strip().splitlines()[0]
+        extra = f"; {nonfinite} elements inf/nan on one side only" if nonfinite else ""
+        raise TemplateFailure(op=name, dtype=dtype, sample=sample, max_abs=max_abs, max_rel=max_rel,
+                              message=f"{what} (atol {tol.atol:g}, rtol {tol.rtol:g}): {first}{extra}") from None
+
+
 def compare_cpu(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
-    """Each CPU sample of ``op`` at ``dtype``: run on CPU and on ``device``; outputs must agree.
+    """Each CPU sample of ``op`` at ``dtype`` (up to the sample cap): run on CPU and on ``device``;
+    outputs must agree.
 
     Inputs are made on CPU by ``op.sample_inputs("cpu", dtype)`` and copied with ``.to(device)``
     (tensors in input, args and kwargs).  The device output is moved to CPU and compared with
@@ -133,26 +235,18 @@ def compare_cpu(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> Non
     """
     name, dname = op_subject(op), str(dtype).removeprefix("torch.")
     to_dev, to_cpu = _mover(device), _mover("cpu")
-    for i, sample in enumerate(op.sample_inputs("cpu", dtype)):
+    for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype))):
         dev_sample = sample.transform(to_dev)
-        torch.manual_seed(SAMPLE_SEED)
+        seed_cpu()
         expected = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
-        try:
-            torch.manual_seed(SAMPLE_SEED)
-            out = op(dev_sample.input, *dev_sample.args, **dev_sample.kwargs)
-            actual = tree_map_tensors(sample.output_process_fn_grad(out), to_cpu)
-        except Exception as e:  # the device refusing or crashing in Python is a test failure
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise TemplateFailure(op=name, dtype=dname, sample=i, message=f"device raised {type(e).__name__}: {first}",
-                                  device_error=type(e).__name__) from None
-        try:
-            torch.testing.assert_close(actual, expected, atol=tol.atol, rtol=tol.rtol, equal_nan=True)
-        except AssertionError as e:
-            max_abs, max_rel, nonfinite = _errors(actual, expected)
-            first = str(e).strip().splitlines()[0]
-            extra = f"; {nonfinite} elements inf/nan on one side only" if nonfinite else ""
-            raise TemplateFailure(op=name, dtype=dname, sample=i, max_abs=max_abs, max_rel=max_rel,
-                                  message=f"device output differs from CPU (atol {tol.atol:g}, rtol {tol.rtol:g}): {first}{extra}") from None
+
+        def run(s: Any = dev_sample) -> Any:
+            seed_cpu()
+            out = op(s.input, *s.args, **s.kwargs)
+            return tree_map_tensors(sample.output_process_fn_grad(out), to_cpu)
+
+        actual = device_call(run, name=name, dtype=dname, sample=i)
+        check_close(actual, expected, tol, name=name, dtype=dname, sample=i)
 
 
 def tree_map_tensors(tree: Any, f: Callable[[Any], Any]) -> Any:
@@ -171,3 +265,5 @@ register(Template(
     allowed_dtypes=FLOATING,
     description="device output equals the CPU output for every sample input",
 ))
+
+from test_specs import module_templates, op_templates  # noqa: E402,F401  (register on import)

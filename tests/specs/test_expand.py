@@ -122,12 +122,15 @@ def test_expansion_ids_modes_and_tolerances(tiny_items) -> None:
     assert trunc.op == "div" and trunc.variant == "trunc_rounding" and trunc.subject == "div.trunc_rounding"
 
 
+CORE = [p for p in spec_paths_default() if p.stem == "opinfo_core"]
+
+
 def test_default_spec_expands_fast_and_deterministically() -> None:
     t0 = time.perf_counter()
-    items = expand()
+    items = expand(CORE)
     assert time.perf_counter() - t0 < 10.0  # op_db already imported by earlier tests or here
     assert [i.id for i in items] == sorted(i.id for i in items)
-    assert [i.model_dump() for i in expand(spec_paths_default())] == [i.model_dump() for i in items]
+    assert [i.model_dump() for i in expand(CORE)] == [i.model_dump() for i in items]
     assert len(items) == 100
     assert all(i.suite == "opinfo_core" and i.dtype in ("float16", "float32") for i in items)
     for i in items:
@@ -144,10 +147,76 @@ def test_default_spec_unsupported_reasons_agree_with_the_device_table() -> None:
 
     support = pytest.importorskip("spyre_backend.support")
     checked = 0
-    for it in expand():
+    for it in expand(CORE):
         if it.issue and it.issue.startswith("spyre-sim unsupported:"):
             aten = re.search(r"aten::[\w.]+", it.issue).group(0)
             dtype = "float64" if "float64" in it.issue else it.dtype
             assert support.unsupported_reason(aten, dtype) is not None, (it.id, aten, dtype)
             checked += 1
     assert checked >= 6
+
+
+MODULE_SPEC = """\
+test_suite_config:
+  files:
+    - source: module_db
+      tests:
+        - names: [TestModule::test_forward, TestModule::test_cpu_gpu_parity]
+          edits:
+            modules:
+              include: [{name: nn.Linear}, {name: nn.ReLU}]
+            dtypes:
+              include: [{name: float16}]
+    - source: op_db
+      unlisted_test_mode: skip
+      tests:
+        - names: [TestCommon::test_out, TestCommon::test_noncontiguous_samples]
+          edits:
+            ops:
+              include: [{name: softmax, exact: true}, {name: transpose}]
+  global:
+    supported_dtypes: [float16, float32]
+    input_config: {max_samples: 3}
+"""
+
+
+def test_module_db_source_exact_names_applies_and_sample_cap(tmp_path: Path) -> None:
+    p = tmp_path / "mods.yaml"
+    p.write_text(MODULE_SPEC)
+    items = {i.id: i for i in expand([p])}
+    lin = items["mods::TestModule::test_forward[nn.Linear-float16]"]  # float16 added by include
+    assert lin.module == "nn.Linear" and lin.op is None and lin.subject == "nn.Linear"
+    assert lin.upstream == "test/test_modules.py::TestModule::test_forward" and lin.max_samples == 3
+    assert "mods::TestModule::test_cpu_gpu_parity[nn.ReLU-float32]" in items
+    assert not any("float64" in i for i in items)  # ModuleInfo lists float64; global does not
+    # exact: softmax without its with_dtype variant; test_out only where supports_out
+    assert "mods::TestCommon::test_out[softmax-float16]" in items
+    assert not any("softmax.with_dtype" in i for i in items)
+    assert not any("test_out[transpose" in i for i in items)
+    assert "mods::TestCommon::test_noncontiguous_samples[transpose-float32]" in items
+    # compare_cpu is the one built-in op template: unlisted here, so skip for both ops
+    assert items["mods::TestCommon::test_compare_cpu[transpose-float16]"].mode == "skip"
+    assert len(items) == 2 * 2 * 2 + 2 + 2 + 2 + 4  # modules x templates x dtypes + softmax + transpose + compare_cpu
+
+
+def test_semantic_errors_for_modules(tmp_path: Path) -> None:
+    from test_specs.loader import check_specs
+
+    p = tmp_path / "bad.yaml"
+    p.write_text(MODULE_SPEC.replace("nn.ReLU", "nn.NoSuchModule").replace("TestCommon::test_out,", "TestModule::test_forward,"))
+    msgs = [e.message for e in check_specs([p])]
+    assert any("unknown module 'nn.NoSuchModule'" in m for m in msgs)
+    assert any("unknown op template 'TestModule::test_forward'" in m for m in msgs)
+
+
+@pytest.mark.slow
+def test_default_specs_cover_op_db_and_module_db_with_8000_items() -> None:
+    import collections
+
+    items = expand()
+    assert len(items) >= 8000
+    by_suite = collections.Counter(i.suite for i in items)
+    assert by_suite["opinfo_core"] == 100 and by_suite["modules"] > 1000 and by_suite["opinfo_all"] > 6000
+    for i in items:
+        if i.mode != "mandatory_success":
+            assert i.reason and i.issue, i.id

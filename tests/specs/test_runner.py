@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from test_specs.results import OUTCOMES, TestResult
-from test_specs.runner import parse_junit, run_items
+from test_specs.runner import parse_junit, run_items, shard_split
 
 TINY = "tiny_spec"
 
@@ -20,7 +20,7 @@ def test_run_items_outcomes_including_crash_and_flaky(fixtures: Path, fault_temp
     ]
     live: list[TestResult] = []
     results = run_items(ids, [fixtures / "tiny_spec.yaml"], workdir=tmp_path / "w", device="cpu", reruns=1,
-                        timeout_s=60, env={"SPYRE_SPEC_TEMPLATES": fault_templates,
+                        timeout_s=60, shards=2, env={"SPYRE_SPEC_TEMPLATES": fault_templates,
                                            "SPYRE_TEST_FLAKY_STATE": str(tmp_path / "flaky.state")},
                         on_result=live.append)
     assert [r.id for r in results] == ids  # the order of item_ids
@@ -34,9 +34,24 @@ def test_run_items_outcomes_including_crash_and_flaky(fixtures: Path, fault_temp
     assert got[ids[4]].outcome == "failed" and "not collected" in (got[ids[4]].message or "")
     assert {r.id for r in live} == set(ids)  # on_result once per id
     assert all(r.outcome in OUTCOMES for r in results)
-    # the crash restarted pytest for the tests not yet run
+    # two shard processes; the crash restarted its shard's pytest for the tests not yet run
     # (an aborted pytest writes no junit.xml; the restart does)
-    assert (tmp_path / "w" / "pytest.log").exists() and (tmp_path / "w" / "junit.restart1.xml").exists()
+    # sorted ids dealt round-robin: shard 0 runs add, abort, flaky; shard 1 runs nope, fail
+    assert shard_split(ids, 2)[0] == [ids[1], ids[2], ids[0]]
+    assert (tmp_path / "w" / "shard-1" / "pytest.log").exists()
+    assert (tmp_path / "w" / "shard-0" / "junit.restart1.xml").exists()
+
+
+def test_shard_split_is_deterministic_and_complete() -> None:
+    ids = [f"s::T::t[op{i}-float16]" for i in range(7)]
+    parts = shard_split(list(reversed(ids)), 3)
+    assert parts == shard_split(ids, 3)  # independent of input order
+    assert sorted(x for p in parts for x in p) == sorted(ids) and [len(p) for p in parts] == [3, 2, 2]
+    assert shard_split(ids[:1], 4) == [ids[:1]]  # empty shards dropped
+    import pytest
+
+    with pytest.raises(ValueError):
+        shard_split(ids, 0)
 
 
 def test_parse_junit_reads_ids_from_properties(tmp_path: Path) -> None:
@@ -62,12 +77,31 @@ def test_device_crash_via_sim_faults_and_timeout(fixtures: Path, fault_templates
     pytest.importorskip("spyre_backend")
     from test_specs.expand import spec_paths_default
 
+    core = [p for p in spec_paths_default() if p.stem == "opinfo_core"]  # the small default spec
+
     ids = ["opinfo_core::TestCommon::test_compare_cpu[add-float16]",
            "opinfo_core::TestCommon::test_compare_cpu[neg-float16]",
            f"{TINY}::TestFault::test_hang[mul-float32]"]
-    results = run_items(ids, [*spec_paths_default(), fixtures / "tiny_spec.yaml"], workdir=tmp_path,
-                        device="spyre", timeout_s=3,
+    results = run_items(ids, [*core, fixtures / "tiny_spec.yaml"], workdir=tmp_path,
+                        device="spyre", timeout_s=3, reruns=0,
                         env={"SPYRE_SIM_FAULTS": "aten::add:abort", "SPYRE_SPEC_TEMPLATES": fault_templates})
     assert [(r.id, r.outcome) for r in results] == [(ids[0], "crashed"), (ids[1], "passed"), (ids[2], "timed_out")]
     assert "SIGABRT" in (results[0].message or "") and results[0].op == "add" and results[0].dtype == "float16"
     assert "Timeout" in (results[2].message or "")
+
+
+def test_generate_maps_measured_outcomes_to_justified_modes() -> None:
+    from test_specs.generate import build, cause
+
+    mode, reason, issue = cause("failed", "add [float16] sample 0: device raised SpyreUnsupportedOpError: "
+                                "spyre: aten::resize_ is not supported on Spyre: no resize", "TestCommon::test_out")
+    assert (mode, issue) == ("xfail", "spyre-sim unsupported: aten::resize_") and "aten::resize_" in reason
+    assert cause("crashed", "died", "T::t")[0] == "skip"
+    assert cause("skipped", "no samples", "T::t") == ("skip", "no samples", "upstream T::t skips too")
+    assert cause("failed", "x [float32] sample 1: device output differs from CPU", "T::t")[2] == "spyre-sim numerics: T::t"
+    doc = build([{"id": "s::T::t[softmax-float16]", "outcome": "passed"},
+                 {"id": "s::T::t[softmax.with_dtype-float16]", "outcome": "failed", "message": "device output differs"}],
+                "s", modules=False, max_samples=2, plain_ops={"softmax"})
+    tests = doc["test_suite_config"]["files"][0]["tests"]
+    assert tests[0]["edits"]["ops"]["include"] == [{"name": "softmax", "exact": True}]
+    assert tests[1]["mode"] == "xfail" and tests[1]["edits"]["dtypes"]["exclude"] == [{"name": "bfloat16"}, {"name": "float32"}]

@@ -1,0 +1,211 @@
+"""OpInfo templates beyond ``test_compare_cpu``: noncontiguous inputs, ``out=``, variants.
+
+They are registered with ``builtin=False``: a spec runs them only where it lists them (so an
+existing spec's ``unlisted_test_mode`` does not grow new items when a template is added).
+
+Each function has the template signature ``fn(op, dtype, device, tol) -> None`` (``op`` an
+OpInfo, ``dtype`` a ``torch.dtype``, ``device`` e.g. ``"spyre"``, ``tol`` a ``Tolerance``) and
+mirrors one upstream test of ``test/test_ops.py`` (named in its ``register`` call):
+
+- ``TestCommon::test_noncontiguous_samples``: the op on noncontiguous copies of each sample
+  equals the op on the contiguous sample, forward and (for ops with autograd) the gradient of
+  ``sum(outputs)`` w.r.t. the sample input.  Both runs are on the device.
+- ``TestCommon::test_out``: for the first sample (as upstream), ``op(..., out=out)`` with
+  ``out`` made by ``empty_like`` of the device result returns ``out`` itself and its values
+  equal the CPU result.  Only ops with ``supports_out``.
+- ``TestCommon::test_out_warning``: an ``out=`` tensor of the wrong (non-empty) shape is resized
+  with PyTorch's "An output with one or more elements was resized" ``UserWarning``.  Only ops
+  with ``supports_out``.
+- ``TestCommon::test_variant_consistency_eager``: the method and inplace variants give the
+  function variant's result on the device (forward; inplace skipped for samples that broadcast
+  their input, as upstream).  Only ops with a method or inplace variant.
+
+- ``TestCommon::test_numpy_ref``: the device output equals the op's NumPy reference
+  (``op.ref``) on the same sample (``sample.numpy()``; bfloat16 goes to NumPy as float32), dtypes
+  not compared (upstream ``compare_with_reference`` with ``exact_dtype=False``).  Upstream runs
+  it in float64/int64 on the CPU; here it runs at the device dtypes.  Only ops with ``ref``.
+
+Samples are built on the CPU (``op.sample_inputs("cpu", dtype)``) and moved: the device has no
+random kernels (design §7), which is the spec's ``cpu_move`` policy for generated inputs.
+Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``templates``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+from test_specs.items import Tolerance
+from test_specs.templates import (
+    FLOATING, Template, seed_cpu, TemplateFailure, TemplateSkip, capped, check_close, device_call,
+    op_subject, register, tree_map_tensors,
+)
+
+
+def _to_device(t: torch.Tensor, device: str) -> torch.Tensor:
+    """``t`` on ``device`` keeping its strides when ``t`` is a strided view of a dense base
+    (``noncontiguous_like``): the base is moved and the same view taken on the device."""
+    base = t._base
+    if base is None or t.is_contiguous() or not base.is_contiguous():
+        return t.detach().to(device).requires_grad_(t.requires_grad)
+    dev = base.detach().to(device).as_strided(t.size(), t.stride(), t.storage_offset())
+    return dev.requires_grad_(t.requires_grad)
+
+
+def _dev_sample(sample: Any, device: str) -> Any:
+    return sample.transform(lambda t: _to_device(t, device) if isinstance(t, torch.Tensor) else t)
+
+
+def _grad_inputs(sample: Any) -> list[torch.Tensor]:
+    leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
+    return [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _loss(out: Any) -> torch.Tensor | None:
+    leaves = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad
+              and t.is_floating_point()]
+    return sum((t.sum() for t in leaves), torch.zeros((), device=leaves[0].device, dtype=leaves[0].dtype)) if leaves else None
+
+
+def _forward_backward(op: Any, s: Any) -> tuple[Any, Any]:
+    seed_cpu()
+    out = s.output_process_fn_grad(op(s.input, *s.args, **s.kwargs))
+    inputs, loss = _grad_inputs(s), _loss(out)
+    grads = torch.autograd.grad(loss, inputs, allow_unused=True) if inputs and loss is not None else ()
+    return tree_map_tensors(out, lambda t: t.detach().cpu()), [g.cpu() if g is not None else None for g in grads]
+
+
+def noncontiguous_samples(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
+    """See the module docstring; mirrors ``TestCommon::test_noncontiguous_samples``."""
+    name, dname = op_subject(op), str(dtype).removeprefix("torch.")
+    grad = bool(op.supports_autograd) and dtype in op.supported_backward_dtypes("cpu")
+    for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype, requires_grad=grad))):
+        contiguous, noncontig = _dev_sample(sample, device), _dev_sample(sample.noncontiguous(), device)
+        expected = device_call(lambda: _forward_backward(op, contiguous), name=name, dtype=dname, sample=i)
+        actual = device_call(lambda: _forward_backward(op, noncontig), name=name, dtype=dname, sample=i)
+        check_close(actual[0], expected[0], tol, name=name, dtype=dname, sample=i,
+                    what="output on noncontiguous inputs differs from contiguous")
+        check_close(actual[1], expected[1], tol, name=name, dtype=dname, sample=i,
+                    what="gradient on noncontiguous inputs differs from contiguous")
+
+
+def _is_tensor_or_tensors(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) or (isinstance(x, (tuple, list)) and bool(x)
+                                            and all(isinstance(t, torch.Tensor) for t in x))
+
+
+def _first_sample(op: Any, dtype: torch.dtype) -> Any:
+    sample = next(iter(op.sample_inputs("cpu", dtype)), None)
+    if sample is None:
+        raise TemplateSkip("op has no sample inputs at this dtype")
+    return sample
+
+
+def out(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
+    """See the module docstring; mirrors ``TestCommon::test_out`` (its "case 0": correct shape)."""
+    name, dname = op_subject(op), str(dtype).removeprefix("torch.")
+    sample = _first_sample(op, dtype)
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    if not _is_tensor_or_tensors(expected):
+        raise TemplateSkip("output is not a tensor or a sequence of tensors (upstream test_out skips too)")
+    dev = _dev_sample(sample, device)
+
+    def run() -> tuple[Any, Any]:
+        reference = op(dev.input, *dev.args, **dev.kwargs)
+        buf = tree_map_tensors(reference, torch.empty_like)
+        return buf, op(dev.input, *dev.args, out=buf, **dev.kwargs)
+
+    buf, result = device_call(run, name=name, dtype=dname, sample=0)
+    same = result is buf if isinstance(buf, torch.Tensor) else all(a is b for a, b in zip(result, buf))
+    if not same:
+        raise TemplateFailure(op=name, dtype=dname, sample=0, message="op(..., out=out) did not return out")
+    check_close(buf, expected, tol, name=name, dtype=dname, sample=0, what="out= result differs from CPU")
+
+
+def out_warning(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
+    """See the module docstring; mirrors ``TestCommon::test_out_warning``."""
+    name, dname = op_subject(op), str(dtype).removeprefix("torch.")
+    sample = _first_sample(op, dtype)
+    expected = op(sample.input, *sample.args, **sample.kwargs)
+    if not _is_tensor_or_tensors(expected) or any(t.numel() == 0 for t in tree_flatten(expected)[0]):
+        raise TemplateSkip("output is not a non-empty tensor or sequence of tensors (upstream skips too)")
+    dev = _dev_sample(sample, device)
+
+    def run() -> list[warnings.WarningMessage]:
+        wrong = tree_map_tensors(expected, lambda t: torch.empty(t.numel() + 1, dtype=t.dtype, device=device))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            op(dev.input, *dev.args, out=wrong, **dev.kwargs)
+        return caught
+
+    caught = device_call(run, name=name, dtype=dname, sample=0)
+    if not any("resized" in str(w.message) for w in caught):
+        raise TemplateFailure(op=name, dtype=dname, sample=0,
+                              message="resizing a wrongly shaped out= tensor did not warn")
+
+
+def variant_consistency_eager(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
+    """See the module docstring; mirrors ``TestCommon::test_variant_consistency_eager``."""
+    name, dname = op_subject(op), str(dtype).removeprefix("torch.")
+    method, inplace = op.method_variant, op.inplace_variant
+    for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype))):
+        dev = _dev_sample(sample, device)
+
+        def call(fn: Any, inp: Any) -> Any:
+            seed_cpu()
+            return tree_map_tensors(fn(inp, *dev.args, **dev.kwargs), lambda t: t.cpu())
+
+        expected = device_call(lambda: call(op, dev.input), name=name, dtype=dname, sample=i)
+        if method is not None:
+            got = device_call(lambda: call(method, dev.input), name=name, dtype=dname, sample=i)
+            check_close(got, expected, tol, name=name, dtype=dname, sample=i, what="method variant differs from function")
+        if inplace is not None and not sample.broadcasts_input and isinstance(dev.input, torch.Tensor) \
+                and isinstance(expected, torch.Tensor) and expected.dtype == dev.input.dtype:
+            got = device_call(lambda: call(inplace, dev.input.clone()), name=name, dtype=dname, sample=i)
+            check_close(got, expected, tol, name=name, dtype=dname, sample=i, what="inplace variant differs from function")
+
+
+def numpy_ref(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
+    """See the module docstring; mirrors ``TestCommon::test_numpy_ref``."""
+    import numpy as np
+
+    name, dname = op_subject(op), str(dtype).removeprefix("torch.")
+    for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype))):
+        ns = sample.numpy()
+        try:
+            ref = op.ref(ns.input, *ns.args, **ns.kwargs)
+        except Exception as e:  # noqa: BLE001 - the reference cannot take this sample
+            raise TemplateSkip(f"NumPy reference raises {type(e).__name__} on sample {i}") from None
+        expected = tree_map_tensors(ref, lambda t: t) if isinstance(ref, torch.Tensor) else \
+            torch.utils._pytree.tree_map(lambda a: torch.from_numpy(np.asarray(a)) if isinstance(a, (np.ndarray, np.generic)) else a, ref)
+        dev = _dev_sample(sample, device)
+        actual = device_call(lambda: tree_map_tensors(op(dev.input, *dev.args, **dev.kwargs), lambda t: t.cpu()),
+                             name=name, dtype=dname, sample=i)
+        actual = tree_map_tensors(actual, lambda t: t.to(torch.float64) if t.is_floating_point() else t)
+        expected = tree_map_tensors(expected, lambda t: t.to(torch.float64) if t.is_floating_point() else t)
+        if isinstance(actual, torch.Tensor) and isinstance(expected, (int, float, bool)):
+            expected = torch.tensor(expected, dtype=actual.dtype)
+        check_close(actual, expected, tol, name=name, dtype=dname, sample=i, what="device output differs from the NumPy reference")
+
+
+_TEST_OPS = "test/test_ops.py::TestCommon::"
+register(Template(builtin=False, name="TestCommon::test_noncontiguous_samples", upstream=_TEST_OPS + "test_noncontiguous_samples",
+                  fn=noncontiguous_samples, allowed_dtypes=FLOATING,
+                  description="noncontiguous inputs give the contiguous result (forward and gradient)"))
+register(Template(builtin=False, name="TestCommon::test_out", upstream=_TEST_OPS + "test_out", fn=out, allowed_dtypes=FLOATING,
+                  applies=lambda op: bool(op.supports_out),
+                  description="op(..., out=) returns out and equals CPU"))
+register(Template(builtin=False, name="TestCommon::test_out_warning", upstream=_TEST_OPS + "test_out_warning", fn=out_warning,
+                  allowed_dtypes=FLOATING, applies=lambda op: bool(op.supports_out),
+                  description="resizing a wrongly shaped out= tensor warns"))
+register(Template(builtin=False, name="TestCommon::test_variant_consistency_eager",
+                  upstream=_TEST_OPS + "test_variant_consistency_eager", fn=variant_consistency_eager,
+                  allowed_dtypes=FLOATING,
+                  applies=lambda op: op.method_variant is not None or op.inplace_variant is not None,
+                  description="method and inplace variants equal the function variant"))
+register(Template(builtin=False, name="TestCommon::test_numpy_ref", upstream=_TEST_OPS + "test_numpy_ref", fn=numpy_ref,
+                  allowed_dtypes=FLOATING, applies=lambda op: op.ref is not None,
+                  description="device output equals the op's NumPy reference"))
