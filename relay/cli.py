@@ -61,6 +61,8 @@ def replay(
     timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
     head_env: Annotated[Optional[str], typer.Option("--head-env", help="Environment of the head run: current, torch==X, a wheel path or URL, +faults=<SPYRE_SIM_FAULTS>.")] = None,
     base_env: Annotated[Optional[str], typer.Option("--base-env", help="Environment of the baseline (default: current when --head-env is given).")] = None,
+    upstream: Annotated[Optional[Path], typer.Option("--upstream", exists=True, file_okay=False, help="A PyTorch checkout: run the specs' upstream test files (path: entries) from it.")] = None,
+    shards: Annotated[int, typer.Option("--shards", min=1, help="Concurrent pytest processes.")] = 1,
     budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
 ) -> None:
     """Run the whole pipeline locally for one upstream change: select, run, store, report.
@@ -92,7 +94,8 @@ def replay(
     try:
         outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
                              device=device, timeout_s=timeout, budget_minutes=budget_minutes,
-                             head_env=head_env, base_env=base_env)
+                             head_env=head_env, base_env=base_env, shards=shards,
+                             upstream=upstream)
     except (EnvironmentError_, SpecsInvalid) as exc:
         progress.close()
         fail(str(exc))

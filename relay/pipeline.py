@@ -72,8 +72,9 @@ class SpecsInvalid(ValueError):
     line per error."""
 
 
-def load_items(spec_paths: Sequence[Path]) -> list[SpecItem]:
-    """Every item the specs expand to (the selection universe), sorted by id.
+def load_items(spec_paths: Sequence[Path], upstream: Path | None = None) -> list[SpecItem]:
+    """Every item the specs expand to (the selection universe), sorted by id; with
+    ``upstream`` (a PyTorch checkout) the specs' ``path:`` entries are collected from it too.
 
     Raises ``SpecsInvalid`` for a missing, malformed or semantically wrong spec.
     """
@@ -84,15 +85,15 @@ def load_items(spec_paths: Sequence[Path]) -> list[SpecItem]:
     if missing:
         raise SpecsInvalid("; ".join(f"{m}: no such spec file" for m in missing))
     try:
-        return list(expand(list(spec_paths)))
+        return list(expand(list(spec_paths), upstream=upstream))
     except (SpecLoadError, ValueError) as exc:
         raise SpecsInvalid(str(exc)) from None
 
 
 def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
                   progress: Progress, timeout_s: int, environment: "Environment | None" = None,
-                  settings: Settings | None = None,
-                  ) -> Callable[[Sequence[str]], list[TestResult]]:
+                  settings: Settings | None = None, *, shards: int = 1,
+                  upstream: Path | None = None) -> Callable[[Sequence[str]], list[TestResult]]:
     """An executor running item ids in a fresh pytest subprocess per call (attempt dirs),
     with the interpreter and variables of ``environment`` (default: this interpreter).
 
@@ -120,7 +121,8 @@ def make_executor(spec_paths: Sequence[Path], workdir: Path, device: str,
         sub = workdir / f"attempt-{attempt}"
         sub.mkdir(parents=True, exist_ok=True)
         return run_items(list(ids), list(spec_paths), workdir=sub, device=device,
-                         timeout_s=timeout_s, on_result=progress.result, **extra)
+                         timeout_s=timeout_s, on_result=progress.result, shards=shards,
+                         upstream=upstream, **extra)
 
     return execute
 
@@ -130,10 +132,13 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
                spec_paths: Sequence[Path] | None = None, device: str = "spyre",
                timeout_s: int = 120, report: bool = True,
                budget_minutes: float | None = None, head_env: str | None = None,
-               base_env: str | None = None) -> RunOutcome:
+               base_env: str | None = None, shards: int = 1,
+               upstream: Path | None = None) -> RunOutcome:
     """Run the whole pipeline for ``changeset`` and return the stored run.
 
-    With ``head_env`` (and ``base_env``, default ``current``) the tests run in those
+    ``shards``: concurrent pytest processes per execution.  ``upstream``: a PyTorch checkout
+    for the specs' source-tree (``path:``) entries.  With ``head_env`` (and ``base_env``, default
+    ``current``) the tests run in those
     environments (``relay.environments``): the baseline on the base is reused from the store or
     computed first, every test gets a verdict, and the conclusion is failure iff one is NEW.
 
@@ -152,7 +157,7 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     specs = list(spec_paths) if spec_paths else default_specs()
 
     progress.phase("expanding specs")
-    items = load_items(specs)
+    items = load_items(specs, upstream)
     progress.phase("building indexes")
     selector = Selector(items, profile=settings.backend, index_device=device,
                         cache_dir=settings.state_dir / "index")
@@ -179,11 +184,13 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
         progress.phase(f"baseline on {changeset.base} in {base.name}")
         base_line = baseline(changeset, to_run, settings=settings, base_env=base,
                              execute_base=make_executor(specs, workdir / "base", device, Progress(),
-                                                        timeout_s, base, settings),
+                                                        timeout_s, base, settings, shards=shards,
+                                                        upstream=upstream),
                              stages=list(state.stats))
     progress.total(len(to_run))
     progress.phase("running tests")
-    execute = make_executor(specs, workdir, device, progress, timeout_s, head, settings)
+    execute = make_executor(specs, workdir, device, progress, timeout_s, head, settings,
+                            shards=shards, upstream=upstream)
     results = execute(to_run)
     progress.phase("refining")
     state = refine(state, results, execute, proposal_dir=workdir)
