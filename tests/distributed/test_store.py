@@ -97,8 +97,9 @@ def test_make_executor_picks_celery_only_with_a_broker(tmp_path: Path, monkeypat
     with_broker = Settings(broker_url="redis://127.0.0.1:6379/13", state_dir=tmp_path)
     assert isinstance(make_executor([spec], tmp_path / "w", "spyre", Progress(), 5,
                                     settings=with_broker), CeleryExecutor)
+    # the settings decide, not the process environment (run_change always passes them)
     monkeypatch.setenv("RELAY_BROKER_URL", "redis://127.0.0.1:6379/13")
-    assert isinstance(make_executor([spec], tmp_path / "w", "spyre", Progress(), 5), CeleryExecutor)
+    assert not isinstance(make_executor([spec], tmp_path / "w", "spyre", Progress(), 5), CeleryExecutor)
 
 
 def test_app_uses_the_celery_queue_with_a_broker(tmp_path: Path) -> None:
