@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -22,6 +23,9 @@ app.add_typer(specs_app, name="specs")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 app.add_typer(db_app, name="db")
 err = Console(stderr=True)
+# Import-time deprecation notices and sample-level numeric warnings of torch's test machinery are
+# noise in a CLI's output; warnings of our own code still show.
+warnings.filterwarnings("ignore", module=r"torch(\.|$)")
 
 
 def fail(message: str, code: int = 2) -> None:
