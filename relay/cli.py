@@ -78,9 +78,15 @@ def replay(
     from relay.pipeline import SpecsInvalid, run_change
     from relay.render import BarProgress, print_outcome
 
-    from relay.environments import version_pair
+    from relay.environments import validate, version_pair
 
     settings = _settings().model_copy(update={"backend": backend})
+    for env_text in (head_env, base_env):
+        if env_text is not None:
+            try:
+                validate(env_text)
+            except EnvironmentError_ as exc:
+                fail(str(exc))
     pair = version_pair(ref) if not Path(ref).exists() else None
     if pair is not None:
         from relay.inputs import InputError, changeset_from_versions

@@ -210,6 +210,25 @@ def version_pair(ref: str) -> tuple[str, str] | None:
 PROVIDERS: list[Provider] = [CurrentProvider(), VenvProvider()]
 
 
+def validate(text: str, providers: list[Provider] | None = None) -> EnvSpec:
+    """Parse ``text`` and check its faults and kind without building anything (cheap; the CLI
+    calls it before minutes of work).  Raises ``EnvironmentError_``."""
+    spec = EnvSpec.parse(text)
+    if spec.faults:
+        from spyre_backend.faults import parse_faults
+
+        try:
+            parse_faults(spec.faults)
+        except ValueError as exc:
+            raise EnvironmentError_(f"environment {text!r}: {exc}") from None
+    if not any(p.accepts(spec) for p in providers or PROVIDERS):
+        raise EnvironmentError_(f"environment {text!r}: not 'current', a torch requirement, a wheel or a URL")
+    if spec.base.endswith(".whl") and not spec.base.startswith(("http://", "https://")) \
+            and not Path(spec.base).expanduser().exists():
+        raise EnvironmentError_(f"{spec.base}: no such wheel file")
+    return spec
+
+
 def prepare(text: str, state_dir: Path, providers: list[Provider] | None = None) -> Environment:
     """Parse ``text`` and build (or reuse) its environment; faults become ``SPYRE_SIM_FAULTS``.
 

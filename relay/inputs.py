@@ -82,7 +82,7 @@ def changeset_from_diff(source: str, *, base: str = "unknown", head: str = "unkn
         patch = PatchSet(text)
     except UnidiffParseError as exc:
         raise InputError(f"{name}: not a unified diff: {exc}") from None
-    if not patch and text.strip():
+    if not patch:
         raise InputError(f"{name}: no file changes found in the diff")
     files = []
     for pf in patch:

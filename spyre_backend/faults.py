@@ -84,7 +84,14 @@ def parse_faults(spec: str) -> dict[str, Fault]:
 
 
 FAULTS: dict[str, Fault] = parse_faults(os.environ.get("SPYRE_SIM_FAULTS", ""))
-_rng = random.Random(int(os.environ.get("SPYRE_SIM_FAULTS_SEED", "0")))
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"SPYRE_SIM_FAULTS_SEED must be an integer, got {text!r}") from None
+
+
+_rng = random.Random(_seed(os.environ.get("SPYRE_SIM_FAULTS_SEED", "0")))
 
 
 def before_op(fault: Fault) -> None:

@@ -83,13 +83,37 @@ def _pydantic_message(err: dict[str, Any]) -> str:
     return f"{where}: {msg}" if where else msg
 
 
+#: Specs have no need for many YAML aliases; a few anchors are fine, an expansion bomb is not
+#: (k aliases can expand a document about 3**(k/3)-fold: 10 keeps that under 50x).
+MAX_ALIASES = 10
+
+
+def _alias_count(text: str) -> int:
+    """Alias tokens (``*name``) in ``text``; 0 when the text does not even scan."""
+    import yaml
+
+    try:
+        return sum(1 for t in yaml.scan(text) if isinstance(t, yaml.AliasToken))
+    except yaml.YAMLError:
+        return 0
+
+
 def _parse(path: Path) -> tuple[Spec | None, list[SpecError]]:
     fname = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         return None, [SpecError(fname, 1, 1, f"cannot read spec: {e.strerror or e}")]
-    data, marks, problems = load_yaml(text, fname)
+    except UnicodeDecodeError as e:
+        return None, [SpecError(fname, 1, 1, f"not UTF-8 text ({e.reason} at byte {e.start})")]
+    aliases = _alias_count(text)
+    if aliases > MAX_ALIASES:
+        return None, [SpecError(fname, 1, 1, f"{aliases} YAML aliases; at most {MAX_ALIASES} "
+                                             "are allowed (alias expansion bomb?)")]
+    try:
+        data, marks, problems = load_yaml(text, fname)
+    except RecursionError:
+        return None, [SpecError(fname, 1, 1, "recursive YAML alias (a node that contains itself)")]
     errors = [SpecError(fname, line, col, msg) for line, col, msg in problems]
     if errors and data is None:
         return None, errors

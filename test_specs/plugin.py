@@ -59,7 +59,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         try:
             if "test_suite_config" in file_path.read_text(encoding="utf-8"):
                 return SpecFile.from_parent(parent, path=file_path)
-        except OSError:
+        except (OSError, UnicodeDecodeError):  # unreadable or not text: not a spec
             return None
     return None
 

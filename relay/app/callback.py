@@ -9,7 +9,6 @@ or skipped state) → 200 ``{"status": "ok", "state": ..., "job_id": ..., "queue
 
 from __future__ import annotations
 
-import json
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from relay.app.body import read_capped
+from relay.app.jsonbody import parse_json_body
 from relay.crcr.callbacks import CallbackBody, handle_callback
 from relay.crcr.tokens import authenticate
 from relay.errors import CallbackError, CallbackRateLimited
@@ -44,9 +44,9 @@ async def callback(request: Request) -> JSONResponse:
                                   session=session)
             state.rate_limiter.check(caller.repo)
             try:
-                data = json.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise HTTPException(400, f"body is not valid JSON: {exc}") from None
+                data, _ = parse_json_body(raw)
+            except ValueError as exc:
+                raise HTTPException(400, str(exc)) from None
             body = CallbackBody.model_validate(data)
             return handle_callback(session, caller, body)
 

@@ -7,7 +7,6 @@ once, newest body kept); 413 over 2 MB; 400 not JSON; 422 wrong shape (pydantic 
 
 from __future__ import annotations
 
-import json
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from relay.app.body import read_capped
+from relay.app.jsonbody import parse_json_body
 from relay.hud.models import HUD_BODY_CAP, HudBody
 from relay.store import store_hud_result
 
@@ -30,9 +30,9 @@ async def ingest_results(request: Request) -> JSONResponse:
     try:
         raw = await read_capped(request, HUD_BODY_CAP)
         try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise HTTPException(400, f"body is not valid JSON: {exc}") from None
+            data, _ = parse_json_body(raw)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
     except HTTPException as exc:
         metrics.labels("rejected").inc()
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)

@@ -31,6 +31,7 @@ import re
 from typing import Any
 
 from relay.app.body import BodyRefused, read_body
+from relay.app.jsonbody import parse_json_body
 from relay.app.metrics import event_label
 from relay.errors import SignatureError
 from relay.github import signing
@@ -90,9 +91,9 @@ class WebhookIntake:
         if not delivery_id or not _NAME.fullmatch(delivery_id):
             raise BodyRefused(400, "missing or invalid X-GitHub-Delivery header")
         try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BodyRefused(400, f"body is not valid JSON: {exc}") from None
+            payload, text = parse_json_body(body)
+        except ValueError as exc:
+            raise BodyRefused(400, str(exc)) from None
         if not isinstance(payload, dict):
             raise BodyRefused(400, "body must be a JSON object")
 
@@ -107,7 +108,7 @@ class WebhookIntake:
         try:
             inserted = await state.writer.insert(
                 delivery_id=delivery_id, event=event, action=(action or "")[:100] or None,
-                hook_id=headers.get("x-github-hook-id"), payload=body.decode("utf-8"),
+                hook_id=headers.get("x-github-hook-id"), payload=text,
                 status=status)
         except Exception as exc:  # noqa: BLE001 - not stored: GitHub must see a failure
             raise BodyRefused(503, f"delivery not stored: {type(exc).__name__}") from None

@@ -73,7 +73,7 @@ def verify_dispatch_token(key: bytes, token: str, *, now: float | None = None) -
     if len(parts) != 3 or parts[0] != _PREFIX:
         raise CallbackAuthError("malformed callback token")
     expected = hmac.new(key, f"{_PREFIX}.{parts[1]}".encode(), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, parts[2]):
+    if not hmac.compare_digest(expected.encode("utf-8", "replace"), parts[2].encode("utf-8", "replace")):
         raise CallbackAuthError("callback token signature is invalid")
     try:
         claims = json.loads(_unb64(parts[1]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["HUD_BODY_CAP", "MAX_FAILED_TESTS", "Level", "CiMetrics", "Trusted", "TestCounts",
            "Workflow", "CallbackPayload", "Untrusted", "HudBody"]
@@ -26,8 +26,8 @@ class CiMetrics(BaseModel):
     """Times the relay measured: queue (delivery received → run started) and execution, in ms."""
 
     model_config = ConfigDict(extra="allow")
-    queue_time_ms: float | None = Field(default=None, ge=0)
-    execution_time_ms: float | None = Field(default=None, ge=0)
+    queue_time_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    execution_time_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class Trusted(BaseModel):
@@ -50,11 +50,20 @@ class Workflow(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     status: Literal["in_progress", "completed"]
-    run_id: int | str
-    name: str = Field(min_length=1)
-    run_attempt: int = Field(default=1, ge=1)
-    job_name: str | None = None
-    conclusion: str | None = None
+    # bounds follow the hud_results columns (run_id varchar(100), job_name varchar(200), attempt
+    # a 32-bit integer), so a shape that validates also stores, on SQLite and PostgreSQL alike
+    run_id: int | str = Field(union_mode="left_to_right")
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_fits(cls, v: int | str) -> int | str:
+        if len(str(v)) > 100:
+            raise ValueError("run_id longer than 100 characters")
+        return v
+    name: str = Field(min_length=1, max_length=200)
+    run_attempt: int = Field(default=1, ge=1, le=2**31 - 1)
+    job_name: str | None = Field(default=None, max_length=200)
+    conclusion: str | None = Field(default=None, max_length=30)
     test_results: TestCounts | None = None
     failed_tests: list[str] = Field(default_factory=list, max_length=MAX_FAILED_TESTS)
     artifact_url: str | None = None
