@@ -102,3 +102,18 @@ def test_not_a_spec(tmp_path: Path) -> None:
     p.write_text("foo: 1\n")
     (err,) = check_specs([p])
     assert "test_suite_config" in err.message
+
+
+def test_alias_bomb_recursive_alias_and_binary_files_are_errors(tmp_path):
+    from test_specs.loader import check_specs
+
+    (tmp_path / "rec.yaml").write_text("a: &x [*x]\n")
+    (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00")
+    lines = ['a: &a ["lol", "lol"]']
+    for prev, name in zip("abcdefg", "bcdefgh"):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines + ["test_suite_config: {files: *h}"]) + "\n")
+    msgs = {e.format().split(":")[0].rsplit("/", 1)[-1]: e.format() for e in check_specs([tmp_path])}
+    assert "recursive YAML alias" in msgs["rec.yaml"]
+    assert "not UTF-8" in msgs["bin.yaml"]
+    assert "aliases" in msgs["bomb.yaml"]
