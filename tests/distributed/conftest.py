@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg import fresh_schema_url
+
 pytest.importorskip("celery", reason="celery[redis] is not installed (relay worker needs it)")
 
-PG_URL = os.environ.get("RELAY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("RELAY_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 OPS = ["abs", "add", "cos", "exp", "mul", "neg", "sin", "sub"]
 SLOW_TEMPLATES = "tests.distributed.slow_templates"
@@ -46,23 +47,7 @@ def tiny_spec(path: Path, ops: list[str] = OPS, template: str = "TestCommon::tes
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A PostgreSQL URL whose ``search_path`` is a fresh schema (dropped afterwards)."""
-    pytest.importorskip("psycopg", reason="psycopg is not installed")
-    from sqlalchemy import create_engine, text
-
-    schema = f"relay_d_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # noqa: BLE001
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at {PG_URL} not usable: {type(exc).__name__}")
-    try:
-        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    yield from fresh_schema_url("relay_d")
 
 
 @pytest.fixture

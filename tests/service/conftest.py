@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.pg import fresh_schema_url
 from fastapi import FastAPI
 
 from relay.app import create_app
@@ -141,31 +143,11 @@ def crcr(tmp_path: Path, start_relay: Callable[..., Relay],
     return start
 
 
-PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A database URL on the real PostgreSQL whose ``search_path`` is a fresh, empty schema
     (dropped afterwards); skips when PostgreSQL is not reachable."""
-    import uuid
-
-    from sqlalchemy import create_engine, text
-
-    schema = f"relay_t_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # noqa: BLE001
-        admin.dispose()
-        pytest.skip(f"PostgreSQL at 127.0.0.1:5432 not usable: {type(exc).__name__}")
-    try:
-        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    yield from fresh_schema_url("relay_t")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

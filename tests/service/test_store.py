@@ -36,7 +36,7 @@ from tests.fakes.github import pull_request_payload
 from tests.fakes.runs import make_run
 from tests.service.conftest import SECRET
 
-PG_URL = os.environ.get("RELAY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+from tests.pg import PG_URL  # noqa: E402
 
 
 def _postgres_engine() -> Iterator[tuple[Engine, str]]:
