@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from test_specs.items import SpecItem
+from test_specs.marks import apply_spec_item
 from test_specs.templates import TEMPLATES, TemplateFailure, load_extra_templates
 
 
@@ -111,18 +112,7 @@ class SpecTestItem(pytest.Item):
         super().__init__(**kw)
         self.spec_item = spec_item
         it = spec_item
-        for key in ("id", "upstream", "op", "variant", "module", "dtype", "mode", "reason", "issue"):
-            value = getattr(it, key)
-            if value is not None:
-                self.user_properties.append((key, value))
-        for tag in it.tags:
-            self.config.addinivalue_line("markers", f"{tag}: spec tag")
-            self.add_marker(getattr(pytest.mark, tag))
-        why = " ".join(x for x in (it.reason, f"[{it.issue}]" if it.issue else None) if x) or it.mode
-        if it.mode == "skip":
-            self.add_marker(pytest.mark.skip(reason=why))
-        elif it.mode in ("xfail", "xfail_strict"):
-            self.add_marker(pytest.mark.xfail(reason=why, strict=it.mode == "xfail_strict", run=True))
+        apply_spec_item(self, it)
 
     def runtest(self) -> None:
         import torch

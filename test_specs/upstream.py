@@ -38,6 +38,7 @@ from typing import Any, Iterable
 import pytest
 
 from test_specs.items import SpecItem, Tolerance
+from test_specs.marks import apply_spec_item
 from test_specs.schema import DTYPE_NAMES
 
 SPEC_ITEM = pytest.StashKey[SpecItem]()
@@ -203,17 +204,7 @@ class _Rules:
 def _install(item: pytest.Item, it: SpecItem, cpu_move: list[str]) -> None:
     """Marks (mode, tags), JUnit properties, tolerance and cpu_move for one upstream test."""
     item.stash[SPEC_ITEM] = it
-    for key in ("id", "upstream", "op", "dtype", "mode", "reason", "issue"):
-        if getattr(it, key) is not None:
-            item.user_properties.append((key, getattr(it, key)))
-    for tag in it.tags:
-        item.config.addinivalue_line("markers", f"{tag}: spec tag")
-        item.add_marker(getattr(pytest.mark, tag))
-    why = " ".join(x for x in (it.reason, f"[{it.issue}]" if it.issue else None) if x) or it.mode
-    if it.mode == "skip":
-        item.add_marker(pytest.mark.skip(reason=why))
-    elif it.mode in ("xfail", "xfail_strict"):
-        item.add_marker(pytest.mark.xfail(reason=why, strict=it.mode == "xfail_strict", run=True))
+    apply_spec_item(item, it)
     item.stash[_EDITS] = (it.tolerance, cpu_move)
 
 
