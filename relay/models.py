@@ -28,6 +28,8 @@ class Run(BaseModel):
     outcome (every outcome in ``test_specs.results.OUTCOMES`` present, zero included).
     ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
     run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
+    ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a
+    push to main, the PR's base ref), ``None`` when unknown (a replay of a file).
     ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
     (``relay.environments.describe``); empty for a run in the current interpreter only.
     """
@@ -41,6 +43,7 @@ class Run(BaseModel):
     head: str
     title: str = ""
     trigger: Trigger = "replay"
+    ref: str | None = None
     delivery_id: str | None = None
     started_at: datetime
     finished_at: datetime

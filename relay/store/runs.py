@@ -35,6 +35,7 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     record.head = run.head
     record.title = run.title
     record.trigger = run.trigger
+    record.ref = run.ref
     record.delivery_id = run.delivery_id
     record.started_at = run.started_at
     record.finished_at = run.finished_at
@@ -68,6 +69,7 @@ def _to_run(record: RunRecord, *, with_results: bool) -> Run:
     return Run(
         id=record.id, backend=record.backend, upstream=record.upstream, base=record.base,
         head=record.head, title=record.title, trigger=record.trigger,  # type: ignore[arg-type]
+        ref=record.ref,
         delivery_id=record.delivery_id, started_at=_utc(record.started_at),
         finished_at=_utc(record.finished_at), universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]

@@ -68,6 +68,7 @@ class RunRecord(Base):
     head: Mapped[str] = mapped_column(String(200), index=True)
     title: Mapped[str] = mapped_column(Text, default="")
     trigger: Mapped[str] = mapped_column(String(20))
+    ref: Mapped[str | None] = mapped_column(String(255))
     delivery_id: Mapped[str | None] = mapped_column(String(100), index=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
