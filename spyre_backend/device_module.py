@@ -20,6 +20,7 @@ from .streams import Event, Stream, current_stream, default_stream, set_stream, 
 
 __all__ = [
     "SpyreDeviceProperties",
+    "check_index",
     "device",
     "Stream",
     "Event",
@@ -69,7 +70,14 @@ _generator = torch.Generator(device="cpu")
 _generator.manual_seed(0)
 
 
-def _check_index(device: Any) -> int:
+def check_index(device: Any) -> int:
+    """The card index of ``device`` (``None``, an int, a ``torch.device`` or ``"spyre[:N]"``).
+
+    Raises:
+        RuntimeError: the index is not one of ``range(device_count())`` (only 0 exists), e.g.
+            ``torch.ones(2, device="spyre:5")`` — instead of torch's storage-device mismatch.
+        ValueError: ``device`` is not a spyre device.
+    """
     if device is None:
         return 0
     if isinstance(device, int):
@@ -79,8 +87,9 @@ def _check_index(device: Any) -> int:
         if d.type != "spyre":
             raise ValueError(f"spyre: expected a spyre device, got {d}")
         idx = 0 if d.index is None else d.index
-    if idx != 0:
-        raise RuntimeError(f"spyre: invalid device index {idx} (device_count() == 1)")
+    if not 0 <= idx < device_count():
+        raise RuntimeError(f"spyre: invalid device index {idx}: the simulated Spyre has device_count() == "
+                           f"{device_count()} (use device 'spyre' or 'spyre:0')")
     return idx
 
 
@@ -88,7 +97,7 @@ class device:  # noqa: N801 - mirrors torch.cuda.device
     """Context manager selecting a card (only index 0 exists); used by ``torch.load``."""
 
     def __init__(self, device: Any) -> None:
-        self.idx = _check_index(device)
+        self.idx = check_index(device)
 
     def __enter__(self) -> None:
         return None
@@ -123,31 +132,31 @@ def current_device() -> int:
 
 def set_device(device: Any) -> None:
     """Select a card; only index 0 exists (RuntimeError otherwise)."""
-    _check_index(device)
+    check_index(device)
 
 
 def get_device_name(device: Any = None) -> str:
     """Human name of the card."""
-    _check_index(device)
+    check_index(device)
     return SpyreDeviceProperties.name
 
 
 def get_device_properties(device: Any = None) -> SpyreDeviceProperties:
     """Properties of card ``device``: 32 cores, 2 MiB scratchpad per core, 128-byte sticks,
     ``total_memory`` = the simulated capacity in bytes."""
-    _check_index(device)
+    check_index(device)
     return SpyreDeviceProperties(total_memory=memory.capacity())
 
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     """``(free, total)`` device memory in bytes."""
-    _check_index(device)
+    check_index(device)
     return memory.capacity() - memory.memory_allocated(), memory.capacity()
 
 
 def synchronize(device: Any = None) -> None:
     """Wait for all work on the card: a no-op, every op completes before it returns."""
-    _check_index(device)
+    check_index(device)
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

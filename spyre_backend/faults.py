@@ -13,10 +13,22 @@ Unknown ops are rejected. Kinds:
 ``raise``      raise ``RuntimeError`` instead of running the op
 ``abort``      ``os.abort()`` the process (simulates a device crash)
 ``hang``       sleep forever (simulates a hung device; use a test timeout)
-``flaky=P``    raise ``RuntimeError`` with probability ``P`` in [0, 1]
+``flaky=P``    raise ``RuntimeError`` in a test attempt with probability ``P`` in [0, 1]
 =============  ==============================================================
 
-``flaky`` draws from a private RNG seeded by ``SPYRE_SIM_FAULTS_SEED`` (default 0).
+``flaky=P`` means "a test attempt fails with probability P", not "every call fails with
+probability P": a test that calls the op 20 times would otherwise fail with probability
+1 - (1 - P)^20 (0.99 for P = 0.2), and pytest's reruns could never turn it FLAKY.  Inside a
+pytest test (``PYTEST_CURRENT_TEST`` set) the first call of the op in a test attempt draws once;
+if the draw passes, every later call in that attempt runs normally; if it fails, the call raises,
+which ends the attempt (the error fails the test), and the next call of the op is taken to be
+the next attempt (pytest-rerunfailures' rerun, in the same process) and draws again.  A test that
+catches the error and calls the op again therefore draws again at that call, and an attempt that
+failed for another reason is rerun without a new draw.  Each draw is a
+pure function of (``SPYRE_SIM_FAULTS_SEED``, op, test id, attempt number), so a seed gives the
+same outcomes whatever the test order, sharding or process restarts; the test id is pytest's
+node id with the spec file reduced to its name.  Outside a test every call draws from a private
+RNG seeded by ``SPYRE_SIM_FAULTS_SEED`` (default 0).
 An invalid entry raises ``ValueError`` naming the entry. When the variable is unset or empty,
 ``FAULTS`` is empty and the device skips fault handling with one truthiness check per op.
 """
@@ -30,7 +42,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Fault", "parse_faults", "FAULTS", "before_op", "after_op"]
+__all__ = ["Fault", "parse_faults", "FAULTS", "SEED", "before_op", "after_op", "flaky_fails", "current_test",
+           "attempt_draw"]
 
 _KINDS_WITH_VALUE = {"offset", "flaky"}
 _KINDS = {"offset", "nan", "raise", "abort", "hang", "flaky"}
@@ -84,6 +97,8 @@ def parse_faults(spec: str) -> dict[str, Fault]:
 
 
 FAULTS: dict[str, Fault] = parse_faults(os.environ.get("SPYRE_SIM_FAULTS", ""))
+
+
 def _seed(text: str) -> int:
     try:
         return int(text)
@@ -91,7 +106,57 @@ def _seed(text: str) -> int:
         raise ValueError(f"SPYRE_SIM_FAULTS_SEED must be an integer, got {text!r}") from None
 
 
-_rng = random.Random(_seed(os.environ.get("SPYRE_SIM_FAULTS_SEED", "0")))
+SEED: int = _seed(os.environ.get("SPYRE_SIM_FAULTS_SEED", "0"))
+_rng = random.Random(SEED)
+
+
+@dataclass
+class _Attempt:
+    """The flaky draw of one op in the current test attempt."""
+
+    number: int
+    fails: bool
+
+
+_test: str | None = None  # the test the states below belong to
+_attempts: dict[str, _Attempt] = {}  # op -> its draw in the current attempt of ``_test``
+
+
+def current_test() -> str | None:
+    """The running pytest test as ``<spec file name>::<rest of the node id>``, or None outside one.
+
+    Read from ``PYTEST_CURRENT_TEST`` (``"<node id> (<phase>)"``, set by pytest for each phase).
+    """
+    value = os.environ.get("PYTEST_CURRENT_TEST")
+    if not value:
+        return None
+    nodeid = value.rsplit(" (", 1)[0]
+    path, sep, rest = nodeid.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}{sep}{rest}"
+
+
+def attempt_draw(seed: int, op: str, test: str, attempt: int) -> float:
+    """A uniform number in [0, 1) determined by its arguments alone (SHA-512 seeded ``random``)."""
+    return random.Random(f"{seed}\0{op}\0{test}\0{attempt}").random()
+
+
+def flaky_fails(fault: Fault) -> bool:
+    """Whether this call of a ``flaky`` fault's op fails (see the module docstring)."""
+    p = fault.value or 0.0
+    test = current_test()
+    if test is None:
+        return _rng.random() < p
+    global _test
+    if test != _test:
+        _test = test
+        _attempts.clear()
+    state = _attempts.get(fault.op)
+    if state is not None and not state.fails:
+        return False  # this attempt drew "no fault" already
+    number = 1 if state is None else state.number + 1
+    fails = attempt_draw(SEED, fault.op, test, number) < p
+    _attempts[fault.op] = _Attempt(number, fails)
+    return fails
 
 
 def before_op(fault: Fault) -> None:
@@ -99,7 +164,7 @@ def before_op(fault: Fault) -> None:
     kind = fault.kind
     if kind == "raise":
         raise RuntimeError(f"spyre: injected fault: {fault.op} failed on the device")
-    if kind == "flaky" and _rng.random() < (fault.value or 0.0):
+    if kind == "flaky" and flaky_fails(fault):
         raise RuntimeError(f"spyre: injected flaky fault: {fault.op} failed on the device")
     if kind == "abort":
         os.abort()

@@ -65,8 +65,8 @@ def _patch_untyped_storage() -> None:
     def __new__(cls, *args, device=None, **kwargs):  # noqa: N807 - mirrors the patched name
         if device is not None and torch.device(device).type == DEVICE_TYPE:
             if len(args) == 1 and isinstance(args[0], int) and not kwargs:
-                dev = torch.device(device)
-                return memory.allocate_storage(args[0], torch.device(DEVICE_TYPE, dev.index or 0))
+                index = device_module.check_index(device)  # RuntimeError for spyre:1 and up
+                return memory.allocate_storage(args[0], torch.device(DEVICE_TYPE, index))
             raise NotImplementedError("spyre: torch.UntypedStorage(..., device='spyre') only takes a byte count")
         if device is None:
             return original_new(cls, *args, **kwargs)

@@ -34,9 +34,9 @@ _ids = itertools.count(1)
 
 
 def _device(device: Any) -> torch.device:
-    from .device_module import _check_index
+    from .device_module import check_index
 
-    return torch.device("spyre", _check_index(device))
+    return torch.device("spyre", check_index(device))
 
 
 class Stream:

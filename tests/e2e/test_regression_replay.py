@@ -12,36 +12,14 @@ from relay.store import make_engine, make_session_factory
 from relay.store.regression import load_environments, load_verdicts
 from tests.e2e.test_replay_cli import relay
 
-SPEC = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: softmax}, {name: log_softmax}, {name: add}, {name: mul}]
-              exclude: [{name: softmax.with_dtype}, {name: log_softmax.with_dtype}]
-  global:
-    supported_dtypes: [float16]
-"""
-
-# softmax (torch/_refs symbol) and mul (per-op header) are selected; add is not touched.
-CHANGE = {"base": "v-base", "head": "v-head", "files": [
-    {"filename": "torch/_refs/__init__.py", "status": "modified", "symbols": ["softmax", "log_softmax"]},
-    {"filename": "torch/include/ATen/ops/mul_native.h", "status": "modified"}]}
 FAULT = "aten::_softmax:offset=0.05"
 
 
 @pytest.mark.timeout(900)
-def test_head_only_fault_is_new_and_fault_on_both_is_broken_trunk(tmp_path: Path) -> None:
-    spec = tmp_path / "reg.yaml"
-    spec.write_text(SPEC)
-    change = tmp_path / "change.json"
-    change.write_text(json.dumps(CHANGE))
+def test_head_only_fault_is_new_and_fault_on_both_is_broken_trunk(tmp_path: Path, op_db_spec, softmax_change) -> None:
+    spec = op_db_spec("reg", ["softmax", "log_softmax", "add", "mul"],
+                      exclude=["softmax.with_dtype", "log_softmax.with_dtype"])
+    change = softmax_change
     state = tmp_path / "state"
 
     head_only = relay("replay", str(change), "--spec", str(spec), "--json",

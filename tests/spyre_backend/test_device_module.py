@@ -16,6 +16,25 @@ def test_basic_queries():
     torch.spyre.synchronize()
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.ones(2, device="spyre:5"),
+    lambda: torch.empty(0, device="spyre:1"),  # 0-byte storages too
+    lambda: torch.zeros(2, device=torch.device("spyre", 3)),
+    lambda: torch.tensor([1.0, 2.0], device="spyre:2"),
+    lambda: torch.ones(2).to("spyre:5"),
+    lambda: torch.ones(2, device="spyre").to("spyre:2"),
+    lambda: torch.ones(2, device="spyre").new_empty(3, device="spyre:7"),
+    lambda: torch.UntypedStorage(4, device="spyre:2"),
+], ids=["ones", "empty0", "zeros", "tensor", "to", "device_to_device", "new_empty", "untyped_storage"])
+def test_invalid_device_index_is_named(make):
+    allocated = torch.spyre.memory_allocated()
+    with pytest.raises(RuntimeError, match=r"spyre: invalid device index \d+: the simulated Spyre has "
+                                           r"device_count\(\) == 1 \(use device 'spyre' or 'spyre:0'\)"):
+        make()
+    assert torch.spyre.memory_allocated() == allocated  # nothing charged for the refused tensor
+    assert torch.ones(2, device="spyre:0").device == torch.ones(2, device="spyre").device == torch.device("spyre:0")
+
+
 def test_device_properties():
     p = torch.spyre.get_device_properties(0)
     assert p.num_cores == 32

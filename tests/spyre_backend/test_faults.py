@@ -81,8 +81,9 @@ def test_overload_specific_fault(inject):
     a + a
 
 
-def test_flaky(inject):
+def test_flaky_outside_a_test_draws_per_call(inject, monkeypatch):
     a = torch.randn(2, dtype=torch.float16).to("spyre")
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
     inject("aten::add:flaky=0.5")
     failures = 0
     for _ in range(200):
@@ -93,6 +94,56 @@ def test_flaky(inject):
     assert 50 < failures < 150
     inject("aten::add:flaky=0")
     a + a
+
+
+def _attempt(a: torch.Tensor, calls: int) -> bool:
+    """One simulated test attempt calling ``add`` ``calls`` times; True if it failed."""
+    try:
+        for _ in range(calls):
+            a + a
+    except RuntimeError as e:
+        assert "injected flaky fault: aten::add" in str(e)
+        return True
+    return False
+
+
+def test_flaky_draws_once_per_test_attempt_not_per_call(inject, monkeypatch):
+    a = torch.randn(2, dtype=torch.float16).to("spyre")
+    inject("aten::add:flaky=0.2")
+    failed_attempts, tests, all_three_failed = 0, 400, 0
+    for t in range(tests):
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", f"/tmp/x/spec.yaml::s::T::test_{t} (call)")
+        fails = [_attempt(a, calls=20) for _ in range(3)]  # like --reruns 2 when every attempt fails
+        failed_attempts += fails[0]
+        all_three_failed += all(fails)
+    # per attempt: ~0.2 of the tests fail their first attempt (per call it would be 1 - 0.8**20 = 0.99)
+    assert 0.12 * tests < failed_attempts < 0.28 * tests
+    assert all_three_failed < 0.03 * tests  # 0.2**3 = 0.008
+
+
+def test_flaky_draw_depends_on_seed_op_test_and_attempt_only(inject, monkeypatch):
+    a = torch.randn(2, dtype=torch.float16).to("spyre")
+    inject("aten::add:flaky=0.5")
+
+    def outcomes() -> list[bool]:
+        out = []
+        for t in range(30):
+            monkeypatch.setenv("PYTEST_CURRENT_TEST", f"/tmp/{t % 3}/spec.yaml::s::T::test_{t} (call)")
+            first = _attempt(a, calls=3)
+            out += [first] + ([_attempt(a, calls=3)] if first else [])
+        return out
+
+    once = outcomes()
+    assert once == outcomes()  # the same draws again, whatever ran in between
+    expected = []
+    for t in range(30):
+        test = f"spec.yaml::s::T::test_{t}"  # the directory of the spec file does not matter
+        first = faults.attempt_draw(faults.SEED, "aten::add", test, 1) < 0.5
+        expected += [first] + ([faults.attempt_draw(faults.SEED, "aten::add", test, 2) < 0.5] if first else [])
+    assert once == expected
+    assert True in once and False in once
+    monkeypatch.setattr(faults, "SEED", faults.SEED + 1)
+    assert outcomes() != once
 
 
 def test_env_is_read_at_import_and_abort_kills_the_process(run_python):
