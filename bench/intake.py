@@ -4,7 +4,8 @@ uvicorn app measured in the same run on the same machine.
     python bench/intake.py [--seconds 5] [--rate 200] [--concurrency 16] [--database-url URL]
 
 Both servers run as separate processes under the same uvicorn settings (one worker, no
-access log, ``log_level=warning``); this process is the load generator (a small keep-alive
+access log, ``log_level=warning``, ``--http auto`` = httptools + uvloop as ``relay serve`` runs
+them, or ``--http h11`` for the pure-Python parser on asyncio); this process is the load generator (a small keep-alive
 HTTP/1.1 client on asyncio streams, so the client costs little next to the servers).
 
 * the relay: ``create_app`` from the environment (``relay serve`` without its access log),
@@ -92,10 +93,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(target: str, env: dict[str, str], factory: bool) -> tuple[subprocess.Popen, int]:
+def start_server(target: str, env: dict[str, str], factory: bool,
+                 http: str = "auto") -> tuple[subprocess.Popen, int]:
     port = free_port()
     cmd = [sys.executable, "-m", "uvicorn", target, "--app-dir", str(ROOT / "bench"),
-           "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
+           "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning",
+           "--http", http, "--loop", "asyncio" if http == "h11" else "auto"]
     if factory:
         cmd.append("--factory")
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
@@ -217,6 +220,9 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--database-url", default=None)
+    ap.add_argument("--http", choices=("auto", "h11", "httptools"), default="auto",
+                    help="uvicorn's HTTP parser for both servers (auto: httptools + uvloop, as "
+                         "`relay serve` runs; h11: the pure-Python parser and asyncio loop)")
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON on stdout")
     args = ap.parse_args()
     body = payload_bytes()
@@ -229,7 +235,7 @@ def main() -> None:
                "RELAY_DATABASE_URL": args.database_url or f"sqlite:///{tmp}/bench.db"}
         for name, target, factory in (("bare uvicorn", "intake:bare_app", False),
                                       ("relay", "intake:relay_factory", True)):
-            proc, port = start_server(target, env, factory)
+            proc, port = start_server(target, env, factory, args.http)
             try:
                 results.append(measure(name, port, body, args))
             finally:
@@ -243,7 +249,7 @@ def main() -> None:
         print(json.dumps({"body_bytes": len(body), "results": results}, indent=2))
         return
     out = sys.stderr
-    print(f"body {len(body)} bytes; closed loop {args.concurrency} connections, open loop "
+    print(f"uvicorn --http {args.http}; body {len(body)} bytes; closed loop {args.concurrency} connections, open loop "
           f"{args.rate:.0f} req/s; {args.seconds:.0f} s each; {os.cpu_count()} CPUs", file=out)
     print(f"{'server':14} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} | {'@rate req/s':>11} "
           f"{'p50 ms':>8} {'p99 ms':>8} {'errors':>6}", file=out)

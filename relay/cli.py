@@ -1,4 +1,5 @@
-"""The ``relay`` command line (design §3): serve, replay, select, changes, specs check.
+"""The ``relay`` command line (design §3): serve, replay, select, changes, specs check,
+quarantine, catch-up.
 
 Human output (tables, progress) goes to stderr; ``--json`` output alone goes to stdout.  Bad
 input ends with a one-line message naming the file (and line where known) and exit code 2;
@@ -55,11 +56,40 @@ def _read_change(ref: str):
         fail(str(exc))
 
 
+def _spec_files(spec: list[Path] | None) -> list[Path] | None:
+    """``--spec`` values with directories expanded to their spec files (``None`` stays None)."""
+    from relay.inputs import InputError, spec_files
+
+    try:
+        return spec_files(spec) if spec else None
+    except InputError as exc:
+        fail(str(exc))
+
+
+def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_env: str | None):
+    """``A..B`` (or one commit) in the checkout ``upstream``: the change set, its commits, and
+    — with ``RELAY_COMMIT_ENV`` — the commit → environment resolver and both sides' environments
+    (explicit ``--head-env`` / ``--base-env`` win)."""
+    from relay.commit_envs import CommitEnvError, from_settings
+    from relay.gitrange import GitRangeError, git_range
+
+    try:
+        found = git_range(upstream, ref, upstream=settings.upstream_repo)
+        resolver = from_settings(settings)
+        if resolver is not None and head_env is None:
+            head_env = resolver.resolve(found.changeset.head)
+            base_env = base_env or resolver.resolve(found.changeset.base)
+    except (GitRangeError, CommitEnvError) as exc:
+        fail(str(exc))
+    commit_env = resolver.resolve if resolver is not None else None
+    return found.changeset, found.commits, commit_env, head_env, base_env
+
+
 @app.command()
 def replay(
-    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/), or a version pair torch==X..torch==Y (runs head and base in those versions).")],
+    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/), a version pair torch==X..torch==Y (runs head and base in those versions), or with --upstream a commit or range A..B of that checkout (bisected for a culprit when RELAY_COMMIT_ENV is set).")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
-    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files (default: the bundled specs).")] = None,
+    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files or directories of them (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
     device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
     timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
@@ -87,7 +117,9 @@ def replay(
                 validate(env_text)
             except EnvironmentError_ as exc:
                 fail(str(exc))
+    spec = _spec_files(spec)
     pair = version_pair(ref) if not Path(ref).exists() else None
+    commits = commit_env = None
     if pair is not None:
         from relay.inputs import InputError, changeset_from_versions
 
@@ -98,6 +130,9 @@ def replay(
             fail(str(exc))
         head_env = head_env or pair[1]
         base_env = base_env or pair[0]
+    elif upstream is not None and not Path(ref).exists():
+        changeset, commits, commit_env, head_env, base_env = _git_change(
+            ref, upstream, settings, head_env, base_env)
     else:
         changeset = _read_change(ref)
     progress = BarProgress(err)
@@ -105,7 +140,7 @@ def replay(
         outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
                              device=device, timeout_s=timeout, budget_minutes=budget_minutes,
                              head_env=head_env, base_env=base_env, shards=shards,
-                             upstream=upstream)
+                             upstream=upstream, commits=commits, commit_env=commit_env)
     except (EnvironmentError_, SpecsInvalid) as exc:
         progress.close()
         fail(str(exc))
@@ -113,6 +148,13 @@ def replay(
         progress.close()
     skipped = sum(1 for t in outcome.selection.selected if t.mode == "skip")
     print_outcome(err, outcome, skipped_by_selection=skipped)
+    if outcome.run.culprit is not None:
+        c = outcome.run.culprit
+        err.print(f"culprit: {c.commit} breaks {len(c.tests)} NEW tests "
+                  f"(found in {c.rounds} rounds among {len(commits or [])} commits)", highlight=False)
+        for step in c.steps:
+            err.print(f"  tried {step.commit[:12]} ({step.environment}): "
+                      f"{len(step.failed)} failed", highlight=False)
     if json_out:
         sys.stdout.write(outcome.run.model_dump_json(indent=1, by_alias=True) + "\n")
     if outcome.run.conclusion == "failure":
@@ -130,7 +172,7 @@ def select(
     budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Cut the ranked list to this much measured test time.")] = None,
     source_root: Annotated[Optional[Path], typer.Option("--source-root", help="PyTorch source tree for the source map (default: the installed torch).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Selection as JSON on stdout.")] = False,
-    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files (default: the bundled specs).")] = None,
+    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files or directories of them (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
 ) -> None:
     """Stages 1–3 only: print which tests a change selects, with reasons (design §4 with --json)."""
@@ -164,7 +206,7 @@ def select(
     else:
         mode = "upgrade" if upgrade else "pr"
     settings = _settings()
-    items = load_items(spec or default_specs())
+    items = load_items(_spec_files(spec) or default_specs())
     try:
         selector = Selector(items, profile=backend, cache_dir=settings.state_dir / "index",
                             source_root=source_root)
@@ -217,11 +259,12 @@ def specs_check(
     strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any."""
+    from relay.inputs import spec_files_in
     from test_specs.loader import check_specs
 
     targets: list[Path] = []
     for p in paths or [Path(__file__).resolve().parent.parent / "test_specs" / "specs"]:
-        targets += sorted(p.rglob("*.yaml")) + sorted(p.rglob("*.yml")) if p.is_dir() else [p]
+        targets += spec_files_in(p) if p.is_dir() else [p]
     errors = check_specs(targets, strict=strict)
     for e in errors:
         typer.echo(e.format())
@@ -280,6 +323,105 @@ def worker(
     if pool not in ("prefork", "threads", "solo"):
         fail(f"--pool must be prefork, threads or solo, not {pool!r}")
     start_worker(settings, concurrency=concurrency, loglevel=loglevel, hostname=hostname, pool=pool)
+
+
+@app.command()
+def quarantine(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
+) -> None:
+    """Evaluate flaky-test quarantine (PyTorch HUD style) on RELAY_DATABASE_URL now: propose
+    disabling tests flaky in too many main-branch runs (DISABLED issues in
+    RELAY_QUARANTINE_REPO) and re-enabling long-green ones; prints the proposals.
+
+    Exit status: 0, or 1 when a GitHub call failed (retried by the next evaluation), 2 for bad
+    configuration or an unusable database.
+    """
+    from rich.table import Table
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from relay.quarantine import evaluate
+    from relay.store import create_schema, make_engine, make_session_factory
+
+    settings = _settings()
+    try:
+        engine = make_engine(settings.database_url)
+        try:
+            create_schema(engine)
+            with make_session_factory(engine)() as session:
+                report = evaluate(session, settings)
+        finally:
+            engine.dispose()
+    except SQLAlchemyError as exc:
+        fail(f"database {settings.database_url}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    table = Table(title=f"quarantine at {report.evaluated_at:%Y-%m-%d %H:%M} UTC "
+                        f"({report.quarantined} quarantined)")
+    for column in ("proposal", "test", "why", "issue"):
+        table.add_column(column)
+    for p in report.disabled + report.reenabled:
+        table.add_row(p.action, p.test_id, p.reason,
+                      (p.issue_url or "-") + (" (adopted)" if p.issue_adopted else ""))
+    err.print(table if table.rows else "no new proposals")
+    for line in report.errors:
+        err.print(f"[yellow]github:[/yellow] {line}", highlight=False)
+    if json_out:
+        sys.stdout.write(report.model_dump_json(indent=1) + "\n")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command("catch-up")
+def catch_up_cmd(
+    repo: Annotated[Optional[str], typer.Option("--repo", help="owner/name of the repository whose webhook delivers to this relay (default: RELAY_UPSTREAM_REPO).")] = None,
+    hook_id: Annotated[Optional[int], typer.Option("--hook-id", min=1, help="The repository webhook's id (default: RELAY_CATCHUP_HOOK_ID).")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="ISO 8601 time to look back to (default: the newest stored delivery of the hook less 10 min); at most 3 days back, GitHub's limit.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
+) -> None:
+    """Ask GitHub to redeliver the webhook deliveries this relay missed (down, or answered an
+    error): lists the hook's deliveries, skips those stored in RELAY_DATABASE_URL, redelivers
+    each failed one once.  Needs a token with admin rights on the repository.
+
+    Exit status: 0, 1 when GitHub refused (unknown hook, listing or a redelivery failed),
+    2 for bad input or configuration.
+    """
+    from rich.table import Table
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from relay.catchup import catch_up_from_settings, parse_since
+    from relay.errors import ConfigError, GitHubAPIError
+    from relay.store import create_schema, make_engine, make_session_factory
+
+    settings = _settings()
+    try:
+        start = parse_since(since) if since is not None else None
+        engine = make_engine(settings.database_url)
+        try:
+            create_schema(engine)
+            report = catch_up_from_settings(make_session_factory(engine), settings, repo=repo,
+                                            hook_id=hook_id, since=start)
+        finally:
+            engine.dispose()
+    except (ValueError, ConfigError) as exc:
+        fail(str(exc))
+    except GitHubAPIError as exc:
+        fail(str(exc), 1)
+    except SQLAlchemyError as exc:
+        fail(f"database {settings.database_url}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    table = Table(title=f"catch-up of webhook {report.hook_id} on {report.repo} since "
+                        f"{report.since:%Y-%m-%d %H:%M} UTC ({report.listed} attempts listed)")
+    for column in ("outcome", "deliveries (X-GitHub-Delivery)"):
+        table.add_column(column)
+    for outcome, guids in (("redelivered", report.redelivered), ("already stored", report.stored),
+                           ("delivered elsewhere", report.delivered)):
+        if guids:
+            table.add_row(outcome, f"{len(guids)}: " + ", ".join(guids[:5])
+                          + (" …" if len(guids) > 5 else ""))
+    for failure in report.failed:
+        table.add_row("[red]refused[/red]", f"{failure.guid}: {failure.error}")
+    err.print(table if table.rows else "nothing missed")
+    if json_out:
+        sys.stdout.write(report.model_dump_json(indent=1) + "\n")
+    if report.failed:
+        raise typer.Exit(1)
 
 
 @db_app.command("upgrade")

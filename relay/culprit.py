@@ -4,6 +4,8 @@ Given the range's commits oldest → newest, where the base before ``commits[0]`
 ``commits[-1]`` known bad for ``tests``, each round runs *only* those tests at the midpoint
 commit (through ``run``) and halves the range.  ``n`` commits take at most ⌈log2 n⌉ rounds
 (16 → 4).  A round whose tests all pass moves the good end; any failure moves the bad end.
+``relay.bisection.find_culprit`` runs it for a stored run (each round in the commit's
+environment); the result is stored by ``relay.store.culprits`` and shown as ``Run.culprit``.
 """
 
 from __future__ import annotations
@@ -17,16 +19,21 @@ RunAt = Callable[[str, Sequence[str]], set[str]]
 
 
 class BisectStep(BaseModel):
-    """One round: the commit tried and the tests that failed there."""
+    """One round: the commit tried and the tests that failed there; ``environment`` (the
+    environment name the commit ran in) and ``run`` (the stored round's run id) when the round
+    ran through ``relay.bisection``."""
 
     model_config = ConfigDict(frozen=True)
 
     commit: str
     failed: list[str] = Field(default_factory=list)
+    environment: str | None = None
+    run: str | None = None
 
 
 class Culprit(BaseModel):
-    """The first bad commit, the tests it breaks, and the rounds it took to find."""
+    """The first bad commit, the tests it breaks, and the rounds it took to find (≤ ⌈log2 n⌉
+    for a range of n commits, +1 with ``verify_last``)."""
 
     model_config = ConfigDict(frozen=True)
 

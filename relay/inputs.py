@@ -1,11 +1,13 @@
-"""Read a change from what users hand the CLI: a ChangeSet file, ``git diff`` output, or
-GitHub's PR-files JSON array.  Every failure is an ``InputError`` whose message names the source
-(and the line or JSON location), ready to print without a traceback.
+"""Read what users hand the CLI: a change (a ChangeSet file, ``git diff`` output, or GitHub's
+PR-files JSON array) and spec paths (files or directories).  Every failure is an ``InputError``
+whose message names the source (and the line or JSON location, e.g. ``[3].filename``),
+ready to print without a traceback.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -41,11 +43,25 @@ def _json(text: str, name: str) -> object:
         raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
 
 
-def _validation(name: str, exc: ValidationError) -> InputError:
+def json_location(loc: Sequence[str | int]) -> str:
+    """A pydantic error location, dotted as pydantic prints it (``("files", 3, "filename")`` →
+    ``files.3.filename``), except that an index into a top-level array reads ``[3]``
+    (``(3, "filename")`` → ``[3].filename``); the empty location is ``<root>``."""
+    if not loc:
+        return "<root>"
+    head, *rest = loc
+    first = f"[{head}]" if isinstance(head, int) else str(head)
+    return ".".join([first, *(str(p) for p in rest)])
+
+
+def _validation(name: str, exc: ValidationError, at: tuple[str | int, ...] = ()) -> InputError:
     first = exc.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "<root>"
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return InputError(f"{name}: {loc}: {first['msg']}{more}")
+    return InputError(f"{name}: {json_location((*at, *first['loc']))}: {first['msg']}{more}")
+
+
+_JSON_TYPES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+               type(None): "null"}
 
 
 def load_changeset(source: str) -> ChangeSet:
@@ -64,10 +80,15 @@ def changeset_from_pr_files(source: str, *, base: str = "unknown", head: str = "
     data = _json(text, name)
     if not isinstance(data, list):
         raise InputError(f"{name}: expected a JSON array of PR files (GitHub's PR-files API shape)")
-    try:
-        files = [ChangedFile.model_validate(f) for f in data]
-    except ValidationError as exc:
-        raise _validation(name, exc) from None
+    files = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise InputError(f"{name}: [{i}]: expected an object (a PR file), got "
+                             f"{_JSON_TYPES.get(type(entry), type(entry).__name__)}")
+        try:
+            files.append(ChangedFile.model_validate(entry))
+        except ValidationError as exc:
+            raise _validation(name, exc, (i,)) from None
     return ChangeSet(base=base, head=head, files=files)
 
 
@@ -111,3 +132,32 @@ def changeset_from_versions(base_req: str, head_req: str, wheel_dir: Path) -> Ch
     except (EnvironmentError_, ChangeSourceError) as exc:
         raise InputError(str(exc)) from None
     return cs.model_copy(update={"base": base_req, "head": head_req})
+
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def spec_files_in(directory: Path) -> list[Path]:
+    """Every ``*.yaml``/``*.yml`` file under ``directory`` (recursive), sorted — what
+    ``relay specs check DIR`` checks."""
+    return sorted(p for p in directory.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file())
+
+
+def spec_files(paths: Sequence[Path]) -> list[Path]:
+    """``--spec`` arguments as spec files, in order: a file as given, a directory as
+    ``spec_files_in`` (duplicates dropped).
+
+    Raises ``InputError`` for a path that does not exist or a directory without spec files.
+    """
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = spec_files_in(p)
+            if not found:
+                raise InputError(f"{p}: a directory with no spec files (*.yaml, *.yml) in it")
+        elif p.exists():
+            found = [p]
+        else:
+            raise InputError(f"{p}: no such spec file or directory")
+        out += [f for f in found if f not in out]
+    return out

@@ -8,11 +8,12 @@ and ``test_specs.results``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from relay.verdicts import Verdict
+from relay.culprit import Culprit
+from relay.verdicts import VERDICTS, Verdict
 from selection.models import StageStats
 from test_specs.results import OUTCOMES, TestResult
 
@@ -32,6 +33,11 @@ class Run(BaseModel):
     push to main, the PR's base ref), ``None`` when unknown (a replay of a file).
     ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
     (``relay.environments.describe``); empty for a run in the current interpreter only.
+    ``verdict_counts`` holds the verdicts per class (every class in ``relay.verdicts.VERDICTS``
+    present) when the run has verdicts, filled from ``verdicts`` unless given (a listing loads
+    the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
+    results were used.  ``culprit`` is the first bad commit of a push range found by bisection
+    (``relay.bisection``) for the run's NEW failures, ``None`` when none was looked for.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -55,7 +61,21 @@ class Run(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     environments: dict[str, dict[str, object]] = Field(default_factory=dict)
     verdicts: list[Verdict] = Field(default_factory=list)
+    verdict_counts: dict[str, int] = Field(default_factory=dict)
     baseline_run: str | None = None
+    culprit: Culprit | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_verdict_counts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("verdicts") and not data.get("verdict_counts"):
+            counts = {k: 0 for k in VERDICTS}
+            for v in data["verdicts"]:
+                kind = v.verdict if isinstance(v, Verdict) else v.get("verdict") if isinstance(v, dict) else None
+                if kind in counts:
+                    counts[kind] += 1
+            data = {**data, "verdict_counts": counts}
+        return data
 
     @staticmethod
     def count_outcomes(results: list[TestResult]) -> dict[str, int]:

@@ -8,7 +8,11 @@ a webhook — and does, in order:
 3. run the selected non-skip items on the backend in a pytest subprocess (JUnit XML under the
    run's work dir), reporting each result to ``progress`` as it finishes;
 4. stage 4 — rerun failures once, relabel failed-then-passed as flaky, propose spec edits;
-5. store the ``Run`` (SQLAlchemy; SQLite by default) and post it to the dashboard ingest route.
+5. store the ``Run`` (SQLAlchemy; SQLite by default);
+6. with a commit range (``commits``) and a commit → environment resolver (``commit_env``), when
+   the regression verdicts hold NEW failures: bisect the range for the culprit commit
+   (``relay.bisection``), store it with the run;
+7. post the run to the dashboard ingest route.
 """
 
 from __future__ import annotations
@@ -133,7 +137,9 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
                timeout_s: int = 120, report: bool = True,
                budget_minutes: float | None = None, head_env: str | None = None,
                base_env: str | None = None, shards: int = 1,
-               upstream: Path | None = None) -> RunOutcome:
+               upstream: Path | None = None, ref: str | None = None,
+               commits: Sequence[str] | None = None,
+               commit_env: Callable[[str], str] | None = None) -> RunOutcome:
     """Run the whole pipeline for ``changeset`` and return the stored run.
 
     ``shards``: concurrent pytest processes per execution.  ``upstream``: a PyTorch checkout
@@ -141,6 +147,11 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     ``current``) the tests run in those
     environments (``relay.environments``): the baseline on the base is reused from the store or
     computed first, every test gets a verdict, and the conclusion is failure iff one is NEW.
+    ``ref``: the upstream branch (``Run.ref``).  ``commits`` (oldest → newest, the last one
+    being the head) with ``commit_env`` (sha → environment name): when some verdict is NEW and
+    the range holds more than one commit, the range is bisected running only the NEW tests
+    (``relay.bisection.find_culprit``) and the run gets its ``culprit``; a bisection that cannot
+    run is logged and noted (``notes``), the run stays stored without a culprit.
 
     Raises ``test_specs`` loader errors for broken specs and ``EnvironmentError_`` for an
     environment that cannot be built; a failed dashboard post is logged and returned in
@@ -207,7 +218,8 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
                  "baseline_run": base_line.computed_run or (base_line.reused_from or [None])[0]}
     run = Run(id=run_id, backend=settings.backend, upstream=changeset.upstream,
               base=changeset.base, head=changeset.head, title=changeset.title, trigger=trigger,
-              delivery_id=delivery_id, started_at=started, finished_at=datetime.now(timezone.utc),
+              ref=ref, delivery_id=delivery_id, started_at=started,
+              finished_at=datetime.now(timezone.utc),
               universe=selection.universe, selected=len(to_run),
               stages=list(state.stats), results=final, counts=Run.count_outcomes(final), **extra)
     progress.phase("storing")
@@ -222,7 +234,25 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
         from relay.regression import store_verdicts
 
         store_verdicts(run, settings=settings)
-    outcome = RunOutcome(run=run, selection=selection, notes=list(state.notes),
+    notes = list(state.notes)
+    if commits is not None and commit_env is not None and len(commits) > 1 \
+            and any(v.verdict == "NEW" for v in run.verdicts):
+        from relay.bisection import BisectionError, find_culprit, store_culprit
+
+        progress.phase(f"bisecting {len(commits)} commits")
+        try:
+            culprit = find_culprit(run, commits, commit_env, settings=settings, spec_paths=specs,
+                                   workdir=workdir / "bisect", device=device,
+                                   timeout_s=timeout_s, shards=shards, upstream=upstream,
+                                   phase=progress.phase)
+        except BisectionError as exc:
+            log.error("%s", exc)
+            notes.append(f"no culprit: {exc}")
+        else:
+            if culprit is not None:
+                store_culprit(run.id, culprit, settings)
+                run = run.model_copy(update={"culprit": culprit})
+    outcome = RunOutcome(run=run, selection=selection, notes=notes,
                          proposals=list(state.proposals), workdir=workdir)
     if report:
         progress.phase("reporting")

@@ -85,15 +85,18 @@ def baseline(changeset: ChangeSet, ids: Sequence[str], *, settings: Settings, ba
 
 def verdicts_for(head: Sequence[TestResult], base: Baseline, *, settings: Settings) -> list[Verdict]:
     """Verdicts of the head results against the baseline and recent history."""
+    from relay.store.quarantine import quarantined_tests
     from relay.store.regression import recent_outcomes
 
     engine, factory = _session(settings)
     try:
         with factory() as session:
             history = recent_outcomes(session, [r.id for r in head])
+            quarantined = quarantined_tests(session)  # failures of these are FLAKY, never NEW
     finally:
         engine.dispose()
-    return classify_all(head, [base.results[r.id] for r in head if r.id in base.results], history)
+    return classify_all(head, [base.results[r.id] for r in head if r.id in base.results], history,
+                        quarantined)
 
 
 def store_verdicts(run: Run, *, settings: Settings) -> None:

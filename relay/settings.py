@@ -16,6 +16,20 @@ OIDC JWTs as callback tokens; ``RELAY_CALLBACK_RATE_PER_MIN`` (100, CRCR);
 ``RELAY_OUTBOX_BACKOFF_S`` (the deliverer's poll interval and first retry wait, seconds);
 ``RELAY_DISPATCH_MAX_WAIT_S`` (longest rate-limit wait honoured per dispatch retry).
 
+Quarantine (``relay.quarantine``): ``RELAY_QUARANTINE_REPO`` (``org/repo`` receiving
+``DISABLED <test id>`` issues; unset = records only), ``RELAY_QUARANTINE_MAIN_REF``
+(``refs/heads/main``), ``RELAY_QUARANTINE_WINDOW_H`` (6), ``RELAY_QUARANTINE_FLAKY_RUNS`` (2:
+flaky in more runs than this within the window disables), ``RELAY_QUARANTINE_REENABLE_GREENS``
+(150) and ``RELAY_QUARANTINE_REENABLE_DAYS`` (7): PyTorch HUD's thresholds.
+
+Regression: ``RELAY_COMMIT_ENV`` maps upstream commits to environments (``relay.commit_envs``:
+``git-faults:<upstream checkout>`` or a template with ``{sha}``); set, pushes and pull requests
+run head against base and pushes with NEW failures are bisected for a culprit.
+
+Catch-up (``relay.catchup``): ``RELAY_CATCHUP_HOOK_ID`` is the id of the ``RELAY_UPSTREAM_REPO``
+webhook that delivers to this relay; set, ``relay serve`` asks GitHub at startup to redeliver
+what failed while the relay was down (hook-deliveries API, 3 days back at most).
+
 There is no module-level settings object: call ``get_settings()`` where needed, or pass a
 ``Settings`` to ``relay.app.create_app``.
 """
@@ -24,7 +38,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import SecretStr, field_validator, model_validator
+from pydantic import SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from relay.errors import ConfigError
@@ -49,6 +63,9 @@ class Settings(BaseSettings):
     state_dir: Path = Path(".relay")
     database_url: str = ""
     broker_url: str | None = None
+    #: where callback rate-limit counts live (``memory://``, ``redis://...``); default: the
+    #: broker when it is Redis (shared by every relay process), else this process's memory
+    rate_limit_storage: str | None = None
     github_api_url: str = "https://api.github.com"
     github_token: SecretStr | None = None
     dashboard_url: str | None = None
@@ -67,6 +84,37 @@ class Settings(BaseSettings):
     outbox_poll_s: float = 1.0
     outbox_backoff_s: float = 1.0
     dispatch_max_wait_s: float = 60.0
+    commit_env: str | None = None
+    # flaky-test quarantine (relay.quarantine; PyTorch HUD's disable / re-enable flow)
+    quarantine_repo: str | None = None  # org/repo for DISABLED issues; unset = records only
+    quarantine_main_ref: str = "refs/heads/main"
+    quarantine_window_h: float = 6.0
+    quarantine_flaky_runs: int = 2  # flaky in MORE than this many main-branch runs → disable
+    quarantine_reenable_greens: int = 150
+    quarantine_reenable_days: float = 7.0
+    # webhook catch-up (relay.catchup): the id of the UPSTREAM_REPO webhook pointing at this
+    # relay; set, `relay serve` redelivers at startup what GitHub failed to deliver meanwhile
+    catchup_hook_id: int | None = None
+
+    @field_validator("quarantine_repo")
+    @classmethod
+    def _quarantine_repo(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        owner, _, name = v.strip().partition("/")
+        if not owner or not name or "/" in name:
+            raise ValueError("must be owner/repo")
+        return v.strip()
+
+    @field_validator("quarantine_window_h", "quarantine_flaky_runs", "quarantine_reenable_greens",
+                     "quarantine_reenable_days")
+    @classmethod
+    def _quarantine_thresholds(cls, v: float, info: ValidationInfo) -> float:
+        floor_ok = v >= 0 if info.field_name in ("quarantine_flaky_runs",
+                                                 "quarantine_reenable_days") else v > 0
+        if not floor_ok:
+            raise ValueError("must not be negative" if v < 0 else "must be greater than 0")
+        return v
 
     @field_validator("webhook_secret")
     @classmethod
@@ -74,6 +122,16 @@ class Settings(BaseSettings):
         if v is not None and v.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS:
             raise ValueError("RELAY_WEBHOOK_SECRET is empty or a placeholder; set a real secret")
         return v
+
+    @field_validator("commit_env")
+    @classmethod
+    def _commit_env(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        from relay.commit_envs import parse_commit_env  # lazy: settings stay import-light
+
+        parse_commit_env(v)  # CommitEnvError (a ValueError) names the problem
+        return v.strip()
 
     @field_validator("github_api_url", "dashboard_url")
     @classmethod

@@ -34,9 +34,10 @@ class TaskQueue(Protocol):
         """Schedule processing of the stored delivery ``delivery_id``; never blocks on the work."""
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop accepting work, finish the delivery in hand (waiting up to ``timeout`` s) and
+        """Stop accepting work, give the delivery in hand up to ``timeout`` s to finish and
         drop the rest of the local backlog: those rows are still ``received`` in the database
-        and restart recovery submits them again."""
+        and restart recovery submits them again.  A delivery still running after ``timeout``
+        is abandoned (its row stays ``processing``; see the implementations)."""
 
 
 class InProcessQueue:
@@ -44,7 +45,10 @@ class InProcessQueue:
 
     One thread keeps pipeline runs from competing for the CPU.  A handler exception is logged
     and swallowed (the handler is responsible for recording failures on the delivery row).
-    The thread starts on first submit.
+    The thread starts on first submit.  It is a daemon thread: a delivery still running when
+    ``close`` gives up dies with the process, its row left ``processing``, which restart
+    recovery (``relay.app.factory.recover_pending``) resets to ``received`` and runs again —
+    the same as after a crash, so shutdown never waits for a pipeline run (minutes).
     """
 
     def __init__(self, handler: Callable[[str], None], *, name: str = "relay-worker") -> None:
@@ -54,6 +58,7 @@ class InProcessQueue:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._current: str | None = None  # the delivery being handled, if any
 
     def submit_delivery(self, delivery_id: str) -> None:
         with self._lock:
@@ -72,10 +77,12 @@ class InProcessQueue:
                     if item is _STOP:
                         return
                     continue  # closing: leave it to restart recovery
-                self._handler(str(item))
+                self._current = str(item)
+                self._handler(self._current)
             except Exception:  # noqa: BLE001 - the worker must survive any handler bug
                 log.exception("processing delivery %s crashed", item)
             finally:
+                self._current = None
                 self._queue.task_done()
 
     def join(self, timeout: float = 10.0) -> bool:
@@ -88,6 +95,7 @@ class InProcessQueue:
         return True
 
     def close(self, timeout: float | None = 10.0) -> None:
+        """See ``TaskQueue.close``; returns after at most ``timeout`` s (``None``: no limit)."""
         with self._lock:
             if self._closed:
                 return
@@ -96,6 +104,10 @@ class InProcessQueue:
         if thread is not None:
             self._queue.put(_STOP)
             thread.join(timeout)
-        dropped = self._queue.qsize()
+            if thread.is_alive() and (current := self._current) is not None:
+                log.warning("task queue closed while delivery %s was still processing; it stays "
+                            "'processing' and restart recovery runs it again", current)
+        # the backlog left behind (not counting the stop marker a still-busy thread has not read)
+        dropped = max(0, self._queue.qsize() - (1 if thread is not None and thread.is_alive() else 0))
         if dropped:
             log.info("task queue closed with %d deliveries left for restart recovery", dropped)

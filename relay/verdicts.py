@@ -5,7 +5,8 @@ outcomes a downstream backend needs to tell apart:
 
 ========== ==================================================================================
 NEW        fails on head, passed (or did not exist) on base, and is not flaky
-FLAKY      failed then passed on a rerun, or its outcome flips in recent history
+FLAKY      failed then passed on a rerun, or its outcome flips in recent history, or it is
+           quarantined (``relay.quarantine``: a ``DISABLED <test id>`` issue is open)
 BROKEN_TRUNK fails on base too: not this change's fault
 KNOWN      expected to fail by the spec (xfail, skip); an unexpected pass is reported as a spec
            that can be tightened
@@ -14,7 +15,8 @@ INFRA      the runner crashed or timed out, or the environment failed: no verdic
 OK         passes on head (and on base, or there is no base)
 ========== ==================================================================================
 
-The run's conclusion is ``failure`` if and only if some test is NEW.
+The run's conclusion is ``failure`` if and only if some test is NEW, so a quarantined test never
+fails a run (PyTorch CI skips tests with an open DISABLED issue; we run them and ignore failures).
 """
 
 from __future__ import annotations
@@ -52,11 +54,13 @@ def flips(history: Sequence[str]) -> int:
 
 
 def classify(head: TestResult, base: TestResult | None, history: Sequence[str] = (),
-             *, flip_threshold: int = 2) -> Verdict:
+             *, flip_threshold: int = 2, quarantined: str | None = None) -> Verdict:
     """The verdict of one test from its head result, base result and recent outcome history.
 
     ``history``: earlier outcomes of the same test on the upstream main branch, oldest first;
-    ``flip_threshold`` pass↔fail flips or more make a failure FLAKY.
+    ``flip_threshold`` pass↔fail flips or more make a failure FLAKY; ``quarantined``: the
+    test's disable issue (e.g. ``DISABLED <id> (<url>)``) when it is quarantined — a failure is
+    then FLAKY naming the issue, never NEW.
     """
     b = base.outcome if base is not None else None
 
@@ -65,7 +69,8 @@ def classify(head: TestResult, base: TestResult | None, history: Sequence[str] =
 
     h = head.outcome
     if h in INFRA_OUTCOMES:
-        return v("INFRA", f"runner {h.replace('_', ' ')}: {(head.message or '').splitlines()[0][:200] if head.message else 'no message'}")
+        first = head.message.splitlines()[0][:200] if head.message else "no message"
+        return v("INFRA", f"runner {h.replace('_', ' ')}: {first}")
     if h == "flaky":
         return v("FLAKY", "failed, then passed on a rerun")
     if h == "xpassed":
@@ -73,6 +78,8 @@ def classify(head: TestResult, base: TestResult | None, history: Sequence[str] =
     if h in ("xfailed", "skipped"):
         return v("KNOWN", f"{h} as the spec expects")
     if h in FAILING:
+        if quarantined:
+            return v("FLAKY", f"quarantined: {quarantined}; failure ignored")
         if b in BROKEN:
             return v("BROKEN_TRUNK", f"fails on base too ({b})")
         if flips(history) >= flip_threshold:
@@ -86,11 +93,16 @@ def classify(head: TestResult, base: TestResult | None, history: Sequence[str] =
 
 
 def classify_all(head: Sequence[TestResult], base: Sequence[TestResult] | None,
-                 history: Mapping[str, Sequence[str]] | None = None) -> list[Verdict]:
-    """Verdicts for every head result (same order); ``base`` None means no baseline."""
+                 history: Mapping[str, Sequence[str]] | None = None,
+                 quarantined: Mapping[str, str] | None = None) -> list[Verdict]:
+    """Verdicts for every head result (same order); ``base`` None means no baseline;
+    ``quarantined``: ``{test id: its disable issue}`` (``relay.store.quarantine.
+    quarantined_tests``)."""
     by_id = {r.id: r for r in base or ()}
     history = history or {}
-    return [classify(r, by_id.get(r.id), history.get(r.id, ())) for r in head]
+    quarantined = quarantined or {}
+    return [classify(r, by_id.get(r.id), history.get(r.id, ()), quarantined=quarantined.get(r.id))
+            for r in head]
 
 
 def conclusion(verdicts: Sequence[Verdict]) -> str:

@@ -1,11 +1,20 @@
 """The dashboard JSON (design §5), all under ``/api/v1``:
 
-``GET /dashboard``                 ``{"runs": [Run without results]}``, newest first
-``GET /runs/{id}``                 the full Run JSON; 404 unknown
-``GET /commits/{sha}``             ``{"sha", "runs": [Run without results], "jobs": [job]}``
-                                   for a full sha or a ≥ 7 hex-char prefix; 400 otherwise
+``GET /dashboard``                 ``{"runs": [Run without results and verdicts]}``, newest
+                                   first (``verdict_counts``, ``environments``,
+                                   ``baseline_run``, ``culprit`` included)
+``GET /runs/{id}``                 the full Run JSON (results, verdicts, environments,
+                                   baseline_run, culprit); 404 unknown
+``GET /commits/{sha}``             ``{"sha", "runs": [Run without results and verdicts],
+                                   "blamed_in": [the same, for runs whose culprit is this
+                                   commit], "jobs": [job]}`` for a full sha or a ≥ 7 hex-char
+                                   prefix; 400 otherwise
 ``GET /tests/history?test=ID``     ``{"test", "history": [{run_id, head, outcome, ...}]}``
-``GET /flaky``                     ``{"flaky": [{test_id, upstream, flaky_runs, last_seen}]}``
+``GET /flaky``                     ``{"flaky": [{test_id, upstream, flaky_runs, last_seen,
+                                   quarantine}]}``; ``quarantine`` is null or the test's row
+``GET /quarantine``                ``{"quarantine": [{test_id, state, reason, flaky_runs, greens,
+                                   issue_repo, issue_number, issue_url, disabled_at,
+                                   reenable_proposed_at}]}``
 ``GET /backends/{name}/readiness`` ``relay.app.readiness.readiness`` for a local backend or
                                    an allowlisted ``org/repo``; 404 when neither
 """
@@ -21,19 +30,24 @@ from relay.app.deps import SessionDep
 from relay.app.readiness import readiness
 from relay.errors import RunNotFound
 from relay.store import list_runs, load_run
+from relay.store.culprits import runs_blaming
 from relay.store.history import flaky_tests, jobs_for_commit, runs_for_commit, test_history
+from relay.store.runs import load_runs
 
 __all__ = ["router", "job_json", "backend_readiness"]
 
 router = APIRouter(prefix="/api/v1")
 _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
+#: what run listings leave out (the full lists are on ``/runs/{id}``)
+LISTED = {"results", "verdicts"}
 
 
 @router.get("/dashboard")
 def dashboard(session: SessionDep, limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
-    """``{"runs": [Run JSON without "results"]}``, newest first; ``counts`` per run included."""
+    """``{"runs": [Run JSON without "results" and "verdicts"]}``, newest first; ``counts`` and
+    ``verdict_counts`` per run included."""
     runs = list_runs(session, limit)
-    return {"runs": [r.model_dump(mode="json", exclude={"results"}) for r in runs]}
+    return {"runs": [r.model_dump(mode="json", exclude=LISTED) for r in runs]}
 
 
 @router.get("/runs/{run_id}")
@@ -57,10 +71,14 @@ def job_json(job: Any, dispatch: Any) -> dict[str, Any]:
 def commit(sha: str, session: SessionDep) -> dict[str, Any]:
     if not _SHA.fullmatch(sha):
         raise HTTPException(400, "sha must be 7 to 40 hex characters")
-    runs = [load_run(session, rid).model_dump(mode="json", exclude={"results"})
-            for rid in runs_for_commit(session, sha.lower())]
-    jobs = [job_json(j, d) for j, d in jobs_for_commit(session, sha.lower())]
-    return {"sha": sha.lower(), "runs": runs, "jobs": jobs}
+    """Runs on the commit (head or base), runs that blamed it as their culprit, downstream jobs."""
+    sha = sha.lower()
+    runs = [r.model_dump(mode="json", exclude=LISTED)
+            for r in load_runs(session, runs_for_commit(session, sha))]
+    blamed = [r.model_dump(mode="json", exclude=LISTED)
+              for r in load_runs(session, runs_blaming(session, sha))]
+    jobs = [job_json(j, d) for j, d in jobs_for_commit(session, sha)]
+    return {"sha": sha, "runs": runs, "blamed_in": blamed, "jobs": jobs}
 
 
 @router.get("/tests/history")
@@ -71,7 +89,19 @@ def history(session: SessionDep, test: str = Query(..., min_length=1, max_length
 
 @router.get("/flaky")
 def flaky(session: SessionDep, limit: int = Query(200, ge=1, le=2000)) -> dict[str, Any]:
-    return {"flaky": flaky_tests(session, limit)}
+    from relay.store.quarantine import quarantine_json
+
+    states = quarantine_json(session)
+    return {"flaky": [{**row, "quarantine": states.get(row["test_id"])}
+                      for row in flaky_tests(session, limit)]}
+
+
+@router.get("/quarantine")
+def quarantine(session: SessionDep) -> dict[str, Any]:
+    """Every quarantined test (``relay.quarantine``), oldest disable first."""
+    from relay.store.quarantine import quarantine_json
+
+    return {"quarantine": list(quarantine_json(session).values())}
 
 
 def backend_readiness(request: Request, session: Any, name: str) -> dict[str, Any] | None:

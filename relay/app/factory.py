@@ -4,7 +4,8 @@ No global app object: ``relay serve`` calls ``create_app(get_settings())``; test
 apps as they need.  ``app.state`` holds ``settings``, ``engine``, ``session_factory``,
 ``metrics``, ``queue`` (a ``TaskQueue``), ``processor``, ``allowlist`` (a callable returning
 the current ``Allowlist``), ``deliverer`` (the outbox thread, started with the lifespan),
-``oidc`` (``OidcVerifier`` or ``None``) and ``rate_limiter``.
+``oidc`` (``OidcVerifier`` or ``None``), ``rate_limiter`` and, once started, ``catchup``
+(the ``relay.catchup.StartupCatchUp`` thread when ``RELAY_CATCHUP_HOOK_ID`` is set, else ``None``).
 
 Without ``RELAY_ALLOWLIST`` the allowlist is the local backend alone at L2 (results on the
 dashboard, nothing dispatched).  With one, the local backend runs only if it is listed.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -23,15 +25,17 @@ from starlette.concurrency import run_in_threadpool
 
 from relay.app import callback, dashboard, health, ingest, page, webhooks
 from relay.app.metrics import Metrics
+from relay.catchup import start_catch_up
 from relay.crcr.allowlist import Allowlist, AllowlistSource
 from relay.crcr.checks import on_labeled
 from relay.crcr.fanout import FanoutContext, fan_out
 from relay.crcr.outbox import Deliverer, github_handler, hud_handler
-from relay.crcr.ratelimit import RateLimiter
+from relay.crcr.ratelimit import RateLimiter, storage_uri_for
 from relay.crcr.sweeper import sweep
 from relay.crcr.tokens import OidcVerifier
 from relay.github.client import GitHubClient
 from relay.app.writer import DeliveryWriter
+from relay.store.checkpoint import WalCheckpointer, background_checkpoints
 from relay.app.processing import Processor, default_processor, process_delivery
 from relay.github.webhooks import Delivery
 from relay.hud.client import build_hud_body, make_sender
@@ -48,9 +52,16 @@ from relay.store import (
 )
 from relay.tasks import InProcessQueue, TaskQueue
 
-__all__ = ["create_app", "recover_pending"]
+__all__ = ["create_app", "recover_pending", "SHUTDOWN_GRACE_S"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds the app's shutdown gives, in all, the delivery in hand and the background threads
+#: (intake writer, outbox, WAL checkpoints) before leaving them: a SIGTERM'd ``relay serve``
+#: exits within a few seconds instead of waiting for a pipeline run.  An abandoned delivery
+#: stays ``processing`` and is run again by restart recovery (``recover_pending``), as after
+#: a crash.
+SHUTDOWN_GRACE_S = 1.5
 
 def recover_pending(app: FastAPI) -> list[str]:
     """Re-submit every delivery still ``received``.  With the in-process queue, interrupted
@@ -85,6 +96,7 @@ def create_app(
     webhooks_enabled: bool = True,
     recover: bool = True,
     report: bool = True,
+    shutdown_grace_s: float = SHUTDOWN_GRACE_S,
 ) -> FastAPI:
     """Build the relay app.
 
@@ -94,6 +106,8 @@ def create_app(
     ``POST /webhooks/github`` and without a queue (used to post HUD results in-process; no
     webhook secret needed).  ``recover``: re-submit pending deliveries at startup.
     ``report``: post each run's results to the dashboard after processing.
+    ``shutdown_grace_s``: how long shutdown waits, in all, for the delivery in hand and the
+    background threads (see ``SHUTDOWN_GRACE_S``).
     Raises ``ConfigError`` when webhooks are enabled and no webhook secret is set.
     """
     settings = settings or get_settings()
@@ -104,26 +118,40 @@ def create_app(
         queue = CeleryQueue(settings)
     allowlist = _allowlist(settings)
     engine = make_engine(settings.database_url)
+    checkpointer = WalCheckpointer(engine) if background_checkpoints(engine) else None
     create_schema(engine)
     session_factory = make_session_factory(engine)
     metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if checkpointer is not None:
+            checkpointer.start()
         if app.state.deliverer is not None:
             app.state.deliverer.start()
         if webhooks_enabled and recover:
             await run_in_threadpool(recover_pending, app)
+        # RELAY_CATCHUP_HOOK_ID: redeliver what GitHub failed to deliver (background, logged)
+        app.state.catchup = start_catch_up(session_factory, settings) if webhooks_enabled else None
         yield
-        if app.state.writer is not None:
-            await run_in_threadpool(app.state.writer.close)
+        if app.state.catchup is not None:
+            app.state.catchup.cancel()
+        deadline = time.monotonic() + shutdown_grace_s  # one budget for the whole shutdown
+
+        def left() -> float:
+            return max(0.1, deadline - time.monotonic())
+
+        if app.state.writer is not None:  # no request is in flight any more: returns at once
+            await run_in_threadpool(app.state.writer.close, left())
         if app.state.queue is not None:
-            await run_in_threadpool(app.state.queue.close)
+            await run_in_threadpool(app.state.queue.close, left())
         if app.state.deliverer is not None:
-            await run_in_threadpool(app.state.deliverer.stop)
+            await run_in_threadpool(app.state.deliverer.stop, left())
+        if checkpointer is not None:
+            await run_in_threadpool(checkpointer.stop, left())
         engine.dispose()
 
-    app = FastAPI(title="spyre-relay", lifespan=lifespan)
+    app = webhooks.RelayApp(title="spyre-relay", lifespan=lifespan)
     app.state.settings = settings
     app.state.webhook_secret = secret
     app.state.engine = engine
@@ -132,7 +160,10 @@ def create_app(
     app.state.processor = processor or default_processor
     app.state.allowlist = allowlist
     app.state.deliverer = None
-    app.state.rate_limiter = RateLimiter(settings.callback_rate_per_min, 60.0)
+    app.state.catchup = None
+    app.state.rate_limiter = RateLimiter(
+        settings.callback_rate_per_min, 60.0,
+        storage_uri_for(settings.rate_limit_storage, settings.broker_url))
     app.state.oidc = (OidcVerifier(settings.oidc_jwks_url, settings.oidc_issuer,
                                    settings.oidc_audience) if settings.oidc_jwks_url else None)
 
@@ -197,7 +228,7 @@ def create_app(
 
     app.add_exception_handler(Exception, _internal_error)
     if webhooks_enabled:
-        app.add_middleware(webhooks.WebhookIntake, relay_app=app)
+        app.intake = webhooks.WebhookIntake(app.state)
     app.include_router(ingest.router)
     app.include_router(callback.router)
     app.include_router(dashboard.router)

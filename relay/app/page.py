@@ -1,7 +1,8 @@
 """``GET /``: the dashboard page, rendered on the server from ``relay/templates/index.html``
 (Jinja2, autoescaped; no JavaScript build step).  It shows the same data as the JSON routes:
-recent runs, readiness of the local backend and every allowlisted repo, recent downstream
-jobs, flaky tests."""
+recent runs (with their verdict counts, NEW and FLAKY tests with reasons, and the culprit
+commit a bisection found), readiness of the local backend and every allowlisted repo, recent
+downstream jobs, flaky tests."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from sqlalchemy import select
 from relay.app.dashboard import backend_readiness, job_json
 from relay.app.deps import SessionDep
 from relay.store import list_runs
-from relay.store.history import flaky_tests
+from relay.store.history import flaky_tests, notable_verdicts
 from relay.store.tables import DispatchRecord, JobRecord
 
 __all__ = ["router"]
@@ -46,7 +47,9 @@ def index(request: Request, session: SessionDep) -> HTMLResponse:
     rows = session.execute(select(JobRecord, DispatchRecord)
                            .join(DispatchRecord, JobRecord.dispatch_id == DispatchRecord.id)
                            .order_by(JobRecord.id.desc()).limit(50))
+    runs = list_runs(session, 50)
     html = _env.get_template("index.html").render(
-        runs=list_runs(session, 50), readiness=ready, jobs=[job_json(j, d) for j, d in rows],
+        runs=runs, notable=notable_verdicts(session, [r.id for r in runs if r.verdict_counts]),
+        readiness=ready, jobs=[job_json(j, d) for j, d in rows],
         flaky=flaky_tests(session, 50), upstream=state.settings.upstream_repo)
     return HTMLResponse(html)

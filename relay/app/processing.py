@@ -6,8 +6,9 @@ once), runs the CRCR fan-out (``fanout``: repository_dispatch to the allowlisted
 repos; its failures are recorded on the dispatch rows and in the delivery's ``error`` but do
 not stop the local backend), calls the injected *processor*, saves the ``Run`` it returns
 together with its report (``report(session, run, delivery)`` writes the outbox row in the
-same transaction), and marks the delivery ``processed`` — or ``failed`` with the error text,
-never losing it.
+same transaction), evaluates flaky-test quarantine after a webhook run
+(``relay.quarantine.evaluate_safely``: errors logged, never raised), and marks the delivery
+``processed`` — or ``failed`` with the error text, never losing it.
 
 A *processor* is ``Callable[[Delivery, Settings], Run | None]``; ``default_processor``
 dispatches on the event name to small functions taking pydantic models (Zuul's
@@ -17,6 +18,12 @@ dispatches on the event name to small functions taking pydantic models (Zuul's
   (``settings.github_api_url``), then ``relay.pipeline.run_change``;
 * ``push``: files from the payload's commits lists (branch deletions skipped);
 * anything else: nothing to do (``None``).
+
+With ``RELAY_COMMIT_ENV`` set (``relay.commit_envs``) both run as regression runs: head
+environment = resolve(head / ``after``), base environment = resolve(base / ``before``), and
+``Run.ref`` is the push's ``ref`` or ``refs/heads/<PR base ref>``.  A push's commits
+(``push_commits``) go to the pipeline, which bisects them for a culprit when NEW failures
+appear.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from relay.errors import GitHubError
 from relay.github.client import GitHubClient
 from relay.github.webhooks import (
     PR_RUN_ACTIONS,
@@ -41,21 +49,74 @@ from relay.store import claim_delivery, load_delivery, mark_delivery, save_run
 from selection.models import ChangeSet
 
 __all__ = ["Processor", "default_processor", "process_delivery", "on_pull_request", "on_push",
-           "HANDLERS"]
+           "HANDLERS", "push_commits", "TIMELINE_COMMITS_CAP", "WEBHOOK_COMMITS_CAP"]
 
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Delivery, Settings], "Run | None"]
 _ZERO_SHA = "0" * 40
+#: GitHub docs (push payload): ``commits[]`` "includes a maximum of 20 commits … applied to
+#: timeline events only"; webhook deliveries list up to 2,048.  A list of exactly 20 or of
+#: 2,048+ may be cut, so it is re-read from the compare API.
+TIMELINE_COMMITS_CAP = 20
+WEBHOOK_COMMITS_CAP = 2048
+COMPARE_PER_PAGE = 100
 
 
-def _run_change(changeset: ChangeSet, settings: Settings, delivery: Delivery) -> Run:
+def _compare_commits(repo: str, base: str, head: str, settings: Settings) -> list[str] | None:
+    """Every commit sha of ``base...head`` from the compare API (oldest first; paged with
+    ``per_page``/``page``), or ``None`` when GitHub cannot list them all."""
+    shas: list[str] = []
+    try:
+        with GitHubClient.from_settings(settings) as github:
+            for page in range(1, 1 + WEBHOOK_COMMITS_CAP // COMPARE_PER_PAGE + 1):
+                body = github.get(f"/repos/{repo}/compare/{base}...{head}",
+                                  {"per_page": COMPARE_PER_PAGE, "page": page}).json()
+                batch = [c["sha"] for c in body.get("commits", []) if c.get("sha")]
+                shas.extend(batch)
+                total = int(body.get("total_commits", len(shas)))
+                if len(shas) >= total or len(batch) < COMPARE_PER_PAGE:
+                    break
+    except (GitHubError, ValueError, KeyError, TypeError) as exc:
+        log.warning("compare %s...%s in %s: %s", base, head, repo, exc)
+        return None
+    return shas if shas and len(shas) >= total else None
+
+
+def push_commits(event: PushEvent, settings: Settings, *, forced: bool = False) -> list[str] | None:
+    """The pushed commits' shas, oldest → newest, ending with ``after`` — or ``None`` when they
+    cannot be bisected: a forced push (``before`` is not an ancestor), a list that does not end
+    at ``after``, or a list that may be cut (see ``TIMELINE_COMMITS_CAP``) and that the compare
+    API could not complete."""
+    shas = [c.id for c in event.commits if c.id]
+    if forced:
+        return None
+    if len(shas) == TIMELINE_COMMITS_CAP or len(shas) >= WEBHOOK_COMMITS_CAP:
+        shas = _compare_commits(event.repository.full_name, event.before, event.after,
+                                settings) or []
+    if not shas or shas[-1] != event.after:
+        return None
+    return shas
+
+
+def _run_change(changeset: ChangeSet, settings: Settings, delivery: Delivery, *,
+                ref: str | None = None, commits: list[str] | None = None) -> Run:
     """``relay.pipeline.run_change`` with reporting left to ``process_delivery``; accepts a
-    ``RunOutcome`` (its ``.run``) or a bare ``Run`` as the result."""
+    ``RunOutcome`` (its ``.run``) or a bare ``Run`` as the result.  With a commit → environment
+    resolver configured (``RELAY_COMMIT_ENV``) head and base run in their commits'
+    environments and ``commits`` may be bisected; raises ``CommitEnvError`` when a commit's
+    environment cannot be resolved."""
+    from relay.commit_envs import from_settings
     from relay.pipeline import run_change  # lazy: the pipeline is a separate, heavier module
 
+    regression: dict[str, object] = {}
+    resolver = from_settings(settings)
+    if resolver is not None:
+        regression = {"head_env": resolver.resolve(changeset.head),
+                      "base_env": resolver.resolve(changeset.base),
+                      "commits": commits, "commit_env": resolver.resolve}
     result = run_change(changeset, settings=settings, trigger="webhook", delivery_id=delivery.id,
-                        report=False)
+                        report=False, ref=ref, **regression)  # type: ignore[arg-type]
     return getattr(result, "run", result)
 
 
@@ -71,7 +132,9 @@ def on_pull_request(delivery: Delivery, settings: Settings) -> Run | None:
         files = github.list_pr_files(repo, event.number)
     changeset = ChangeSet(upstream=repo, base=pr.base.sha, head=pr.head.sha, title=pr.title,
                           labels=[label.name for label in pr.labels], files=files)
-    return _run_change(changeset, settings, delivery)
+    ref = pr.base.ref if not pr.base.ref or pr.base.ref.startswith("refs/") \
+        else f"refs/heads/{pr.base.ref}"
+    return _run_change(changeset, settings, delivery, ref=ref or None)
 
 
 def on_push(delivery: Delivery, settings: Settings) -> Run | None:
@@ -80,7 +143,9 @@ def on_push(delivery: Delivery, settings: Settings) -> Run | None:
     if event.deleted or event.after == _ZERO_SHA or event.before == _ZERO_SHA:
         log.info("delivery %s: push creating/deleting %s ignored", delivery.id, event.ref)
         return None
-    return _run_change(push_changeset(event), settings, delivery)
+    commits = (push_commits(event, settings, forced=bool(delivery.payload.get("forced")))
+               if settings.commit_env else None)
+    return _run_change(push_changeset(event), settings, delivery, ref=event.ref, commits=commits)
 
 
 HANDLERS: dict[str, Processor] = {"pull_request": on_pull_request, "push": on_push}
@@ -126,6 +191,10 @@ def process_delivery(
                 if report is not None:
                     report(session, run, delivery)
                 session.commit()
+            if run.trigger == "webhook":  # HUD-style flaky quarantine; logs, never raises
+                from relay.quarantine import evaluate_safely
+
+                evaluate_safely(session_factory, settings)
         status, error = "processed", fanout_error
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
         log.exception("delivery %s failed", delivery_id)

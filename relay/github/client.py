@@ -6,6 +6,9 @@ Rule sources (GitHub REST docs):
   3,000 files in total; the next page is announced by ``Link: <url>; rel="next"``.
 * ``GET /repos/{owner}/{repo}/compare/{base}...{head}`` — without paging parameters the
   response lists up to 300 changed files in ``files``.
+* ``GET /repos/{owner}/{repo}/issues`` (``state``, ``sort``, ``direction``, ``per_page`` ≤ 100;
+  pull requests are listed too, with a ``pull_request`` key) and ``POST`` the same path
+  (``title``, ``body``, ``labels``; 201 with ``number`` and ``html_url``).
 * Headers: ``Accept: application/vnd.github+json``, ``X-GitHub-Api-Version: 2022-11-28``,
   ``Authorization: Bearer <token>`` when a token is configured.
 
@@ -21,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import (
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 PR_FILES_CAP = 3000  # GitHub lists at most 3,000 files of a pull request
 PER_PAGE = 100  # the maximum page size of the PR files endpoint
 API_VERSION = "2022-11-28"
+T = TypeVar("T")
 
 
 class _Transient(Exception):
@@ -149,27 +153,37 @@ class GitHubClient:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
-                json: Any = None) -> httpx.Response:
-        """``method`` ``url`` (relative to the base or absolute) with retries on transient
-        answers; returns the 2xx/3xx response, raises ``GitHubAPIError`` otherwise."""
-        retrying = Retrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=self._wait,
-            retry=retry_if_exception(_retryable),
-            reraise=True,
-        )
+    def _retrying(self) -> Retrying:
+        return Retrying(stop=stop_after_attempt(self._attempts), wait=self._wait,
+                        retry=retry_if_exception(_retryable), reraise=True)
+
+    def _once(self, method: str, url: str, *, params: dict[str, Any] | None = None,
+              json: Any = None) -> httpx.Response:
+        """One try; raises ``_Transient`` for a retryable answer."""
+        resp = self._http.request(method, url, params=params, json=json)
+        if _is_transient(resp):
+            raise _Transient(resp)
+        return resp
+
+    def _retried(self, url: str, call: Callable[[], T]) -> T:
+        """``call()`` under the retry policy; the final transient answer or transport error
+        becomes ``GitHubAPIError`` (status 0 for a transport error)."""
         try:
-            for attempt in retrying:
+            for attempt in self._retrying():
                 with attempt:
-                    resp = self._http.request(method, url, params=params, json=json)
-                    if _is_transient(resp):
-                        raise _Transient(resp)
+                    result = call()
         except _Transient as exc:
             raise GitHubAPIError(exc.response.status_code, str(exc.response.request.url),
                                  exc.response.text) from None
         except httpx.TransportError as exc:
             raise GitHubAPIError(0, str(url), f"{type(exc).__name__}: {exc}") from None
+        return result
+
+    def request(self, method: str, url: str, *, params: dict[str, Any] | None = None,
+                json: Any = None) -> httpx.Response:
+        """``method`` ``url`` (relative to the base or absolute) with retries on transient
+        answers; returns the 2xx/3xx response, raises ``GitHubAPIError`` otherwise."""
+        resp = self._retried(url, lambda: self._once(method, url, params=params, json=json))
         if resp.status_code >= 400:
             raise GitHubAPIError(resp.status_code, str(resp.request.url), resp.text)
         return resp
@@ -193,6 +207,16 @@ class GitHubClient:
             resp = self.get(nxt)
             yield resp.json()
 
+    def pages(self, url: str, params: dict[str, Any] | None = None
+              ) -> Iterator[list[dict[str, Any]]]:
+        """Each page (a JSON list) of a paginated list, lazily: stop iterating to stop fetching.
+
+        Follows ``Link: <...>; rel="next"`` (GitHub REST docs, "Using pagination in the REST
+        API"), so it serves page-numbered lists and cursor-paginated ones alike (the ``cursor``
+        rides in the next URL, e.g. the hook-deliveries list); every request is retried like
+        ``request``; raises ``GitHubAPIError``."""
+        return self._pages(url, dict(params or {}))
+
     def list_pr_files(self, repo: str, number: int) -> list[ChangedFile]:
         """Every changed file of pull request ``number`` in ``repo`` (``owner/name``).
 
@@ -212,3 +236,52 @@ class GitHubClient:
         """The changed files of ``base...head`` in ``repo`` from the compare API (≤ 300 files)."""
         resp = self.get(f"/repos/{repo}/compare/{base}...{head}")
         return [ChangedFile.model_validate(item) for item in resp.json().get("files", [])]
+
+    def find_open_issue(self, repo: str, title: str) -> dict[str, Any] | None:
+        """The oldest open issue of ``repo`` whose title is exactly ``title``, or ``None``.
+
+        ``GET /repos/{repo}/issues?state=open&sort=created&direction=asc&per_page=100``, every
+        page through ``Link: rel="next"``; GitHub lists pull requests as issues too (they carry
+        a ``pull_request`` key) and those are skipped.  The list API is read rather than the
+        search API because search is eventually consistent (a just-filed issue may be missing).
+        """
+        params = {"state": "open", "sort": "created", "direction": "asc", "per_page": PER_PAGE}
+        for page in self._pages(f"/repos/{repo}/issues", params):
+            for item in page:
+                if "pull_request" not in item and item.get("title") == title:
+                    return item
+        return None
+
+    def create_issue(self, repo: str, title: str, body: str = "",
+                     labels: Sequence[str] = ()) -> dict[str, Any]:
+        """``POST /repos/{repo}/issues`` with ``title``, ``body`` (and ``labels`` when given);
+        GitHub answers 201 with the issue (``number``, ``html_url``, ``state``).  Retried like
+        every call — use ``ensure_issue`` when a duplicate must never be filed."""
+        return self.request("POST", f"/repos/{repo}/issues",
+                            json=_issue_fields(title, body, labels)).json()
+
+    def ensure_issue(self, repo: str, title: str, body: str = "",
+                     labels: Sequence[str] = ()) -> tuple[dict[str, Any], bool]:
+        """The open issue titled exactly ``title`` in ``repo``, filed when there is none:
+        ``(issue, created)``.  A create answered with a transient error (5xx, 429) may still
+        have filed the issue, so every retry looks it up by title again before posting;
+        raises ``GitHubAPIError`` when GitHub refuses (e.g. 404, 410 issues disabled, 422)."""
+        url = f"/repos/{repo}/issues"
+
+        def attempt() -> tuple[dict[str, Any], bool]:
+            found = self.find_open_issue(repo, title)
+            if found is not None:
+                return found, False
+            resp = self._once("POST", url, json=_issue_fields(title, body, labels))
+            if resp.status_code >= 400:
+                raise GitHubAPIError(resp.status_code, str(resp.request.url), resp.text)
+            return resp.json(), True
+
+        return self._retried(url, attempt)
+
+
+def _issue_fields(title: str, body: str, labels: Sequence[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {"title": title, "body": body}
+    if labels:
+        fields["labels"] = list(labels)
+    return fields

@@ -51,6 +51,11 @@ def build_hud_body(
     at most 1,000 ids.  ``event_type`` defaults to ``"replay"`` for replays and
     ``"pull_request"`` for webhook runs; ``delivery_id`` to ``run.delivery_id`` or
     ``"replay-<run id>"``.  ``queue_ms`` defaults to 0 (a replay does not queue).
+
+    A regression run adds, inside ``workflow`` (the one part of the shape open to extra keys,
+    ``relay.hud.models.Workflow``): ``verdicts`` (counts per class) and ``new_tests`` (ids of
+    NEW verdicts, at most 1,000); a run with a culprit adds ``culprit``
+    ``{commit, tests (≤ 1,000), rounds, steps: [{commit, failed (count), environment}]}``.
     """
     counts = run.counts or Run.count_outcomes(run.results)
     failed = sum(counts.get(o, 0) for o in BAD_OUTCOMES)
@@ -58,6 +63,16 @@ def build_hud_body(
     passed = sum(counts.values()) - failed - skipped
     failed_ids = [r.id for r in run.results if r.outcome in BAD_OUTCOMES][:MAX_FAILED_TESTS]
     exec_ms = max(0.0, (run.finished_at - run.started_at).total_seconds() * 1000.0)
+    extra: dict[str, Any] = {}
+    if run.verdict_counts:
+        extra["verdicts"] = dict(run.verdict_counts)
+        extra["new_tests"] = [v.id for v in run.verdicts if v.verdict == "NEW"][:MAX_FAILED_TESTS]
+    if run.culprit is not None:
+        extra["culprit"] = {
+            "commit": run.culprit.commit, "tests": run.culprit.tests[:MAX_FAILED_TESTS],
+            "rounds": run.culprit.rounds,
+            "steps": [{"commit": s.commit, "failed": len(s.failed), "environment": s.environment}
+                      for s in run.culprit.steps]}
     return HudBody.model_validate({
         "trusted": {
             "ci_metrics": {"queue_time_ms": queue_ms or 0.0, "execution_time_ms": exec_ms},
@@ -76,6 +91,7 @@ def build_hud_body(
                 "run_attempt": 1,
                 "test_results": {"passed": passed, "failed": failed, "skipped": skipped},
                 "failed_tests": failed_ids,
+                **extra,
             },
         }},
     })

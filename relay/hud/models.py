@@ -5,6 +5,10 @@ repo and its level) from what the downstream reported (``untrusted.callback_payl
 callback body with ``event_type``, ``delivery_id``, ``payload`` and ``workflow``).  Limits:
 the whole body ≤ 2 MB, ``failed_tests`` ≤ 1,000 ids, ``event_type`` ≤ 100 characters
 (GitHub's ``repository_dispatch`` limit).  Metric units are milliseconds.
+
+``workflow`` (like ``ci_metrics``) accepts extra keys: the relay's own runs put regression
+data there — ``verdicts`` (counts per class), ``new_tests`` and ``culprit`` (see
+``relay.hud.client.build_hud_body``); the rest of the shape is closed.
 """
 
 from __future__ import annotations

@@ -1,16 +1,24 @@
-"""Read-side queries for the dashboard: runs per commit, one test's history, flaky tests."""
+"""Read-side queries for the dashboard: runs per commit, one test's history, flaky tests, the
+notable verdicts (NEW, FLAKY) of recent runs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from relay.store.regression import VerdictRecord
 from relay.store.tables import DispatchRecord, JobRecord, RunRecord, TestResultRecord
+from relay.verdicts import Verdict
 
-__all__ = ["runs_for_commit", "jobs_for_commit", "test_history", "flaky_tests", "local_runs_since"]
+__all__ = ["runs_for_commit", "jobs_for_commit", "test_history", "flaky_tests", "local_runs_since",
+           "notable_verdicts", "NOTABLE"]
+
+#: the verdict classes the dashboard page lists test by test
+NOTABLE = ("NEW", "FLAKY")
 
 
 def runs_for_commit(session: Session, sha: str) -> list[str]:
@@ -58,3 +66,23 @@ def flaky_tests(session: Session, limit: int = 200) -> list[dict[str, Any]]:
 def local_runs_since(session: Session, backend: str, since: datetime) -> list[RunRecord]:
     return list(session.scalars(select(RunRecord).where(RunRecord.backend == backend,
                                                         RunRecord.started_at >= since)))
+
+
+def notable_verdicts(session: Session, run_ids: Sequence[str], kinds: Sequence[str] = NOTABLE,
+                     per_run: int = 50) -> dict[str, list[Verdict]]:
+    """``{run id: [Verdict]}``: the verdicts of ``kinds`` of each run (at most ``per_run`` each,
+    ``kinds`` order, then insertion order), for the page's per-run lists."""
+    if not run_ids:
+        return {}
+    rows = session.scalars(select(VerdictRecord)
+                           .where(VerdictRecord.run_id.in_(list(run_ids)),
+                                  VerdictRecord.verdict.in_(list(kinds)))
+                           .order_by(VerdictRecord.id))
+    rank = {k: i for i, k in enumerate(kinds)}
+    out: dict[str, list[Verdict]] = {}
+    for r in sorted(rows, key=lambda r: rank[r.verdict]):
+        got = out.setdefault(r.run_id, [])
+        if len(got) < per_run:
+            got.append(Verdict(id=r.test_id, verdict=r.verdict, head=r.head,  # type: ignore[arg-type]
+                               base=r.base, reason=r.reason))
+    return out

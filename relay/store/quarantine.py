@@ -4,20 +4,35 @@
                 main-branch runs; ``DISABLED <test id>`` issue filed downstream) or
                 ``reenable_proposed`` (enough consecutive greens since), with the issue's repo,
                 number and URL and when each step happened
+
+The read side the policy (``relay.quarantine``) works on is here too: which tests were flaky in
+which main-branch runs of a time window, and each quarantined test's streak of greens.  A
+*main-branch run* is a run whose ``ref`` is the main ref, of a trigger that runs upstream
+commits (``webhook``, ``replay``), and not made for a ``pull_request`` delivery (a PR run carries
+its base ref, which is main too; PyTorch HUD counts only trunk jobs).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
-from sqlalchemy import DateTime, Integer, String, Text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import DateTime, Integer, String, Text, or_, select, union
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from relay.store.tables import Base, utcnow
+from relay.store.tables import Base, DeliveryRecord, RunRecord, TestResultRecord, utcnow
 
-__all__ = ["QuarantineRecord", "QUARANTINE_STATES"]
+__all__ = ["QuarantineRecord", "QUARANTINE_STATES", "MAIN_TRIGGERS", "FlakyRun", "GreenStreak",
+           "flaky_runs", "green_streaks", "claim", "load_quarantine", "quarantined_tests",
+           "disabled_title", "as_utc", "quarantine_json"]
 
 QUARANTINE_STATES = ("disabled", "reenable_proposed")
+#: triggers of runs on upstream commits (``baseline`` / ``bisect`` runs are helpers, not signal)
+MAIN_TRIGGERS = ("webhook", "replay")
+#: outcomes that break a green streak; skipped / xfailed / xpassed say nothing about flakiness
+NOT_GREEN = frozenset({"failed", "flaky", "crashed", "timed_out"})
 
 
 class QuarantineRecord(Base):
@@ -36,3 +51,148 @@ class QuarantineRecord(Base):
     disabled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     reenable_proposed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     greens: Mapped[int] = mapped_column(Integer, default=0)
+
+
+def disabled_title(test_id: str) -> str:
+    """The title of a test's disable issue: exactly ``DISABLED <test id>`` (PyTorch's
+    convention, ``DISABLED test_name (__main__.TestClass)``, with our test id as the name)."""
+    return f"DISABLED {test_id}"
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` with UTC attached when it is naive (SQLite drops the zone)."""
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+
+
+@dataclass(frozen=True)
+class FlakyRun:
+    """One main-branch run in which ``test_id`` was flaky (``started_at`` UTC)."""
+
+    test_id: str
+    run_id: str
+    head: str
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class GreenStreak:
+    """Consecutive ``passed`` results of a test, newest first back to its newest non-green;
+    ``oldest``/``newest`` are the start times of the first and last green run (None if 0)."""
+
+    greens: int
+    oldest: datetime | None
+    newest: datetime | None
+
+    @property
+    def span_s(self) -> float:
+        """Seconds between the oldest and the newest green run (0 for fewer than two)."""
+        if self.oldest is None or self.newest is None:
+            return 0.0
+        return (self.newest - self.oldest).total_seconds()
+
+
+def _main_runs(main_ref: str, triggers: Sequence[str]):
+    """``SELECT runs.id ...`` of main-branch runs (see the module docstring)."""
+    return (select(RunRecord.id)
+            .outerjoin(DeliveryRecord, DeliveryRecord.delivery_id == RunRecord.delivery_id)
+            .where(RunRecord.ref == main_ref, RunRecord.trigger.in_(list(triggers)),
+                   or_(DeliveryRecord.event.is_(None), DeliveryRecord.event != "pull_request")))
+
+
+def flaky_runs(session: Session, *, main_ref: str, since: datetime, until: datetime,
+               triggers: Sequence[str] = MAIN_TRIGGERS) -> dict[str, list[FlakyRun]]:
+    """Per test id, the main-branch runs started in ``[since, until]`` in which it was flaky:
+    outcome ``flaky`` (failed, then passed on a rerun) or a stored verdict ``FLAKY``
+    (``relay.verdicts``: e.g. its outcome flips in recent history); oldest run first."""
+    from relay.store.regression import VerdictRecord  # a table module of its own
+
+    runs = _main_runs(main_ref, triggers).where(RunRecord.started_at >= since,
+                                                RunRecord.started_at <= until)
+    pairs = union(
+        select(TestResultRecord.test_id, TestResultRecord.run_id)
+        .where(TestResultRecord.outcome == "flaky", TestResultRecord.run_id.in_(runs)),
+        select(VerdictRecord.test_id, VerdictRecord.run_id)
+        .where(VerdictRecord.verdict == "FLAKY", VerdictRecord.run_id.in_(runs)),
+    ).subquery()
+    stmt = (select(pairs.c.test_id, RunRecord.id, RunRecord.head, RunRecord.started_at)
+            .join(RunRecord, RunRecord.id == pairs.c.run_id)
+            .order_by(pairs.c.test_id, RunRecord.started_at, RunRecord.id))
+    out: dict[str, list[FlakyRun]] = {}
+    for test_id, run_id, head, started in session.execute(stmt):
+        out.setdefault(test_id, []).append(FlakyRun(test_id, run_id, head, as_utc(started)))
+    return out
+
+
+def green_streaks(session: Session, test_ids: Sequence[str], *, main_ref: str, until: datetime,
+                  triggers: Sequence[str] = MAIN_TRIGGERS) -> dict[str, GreenStreak]:
+    """Per test id, its consecutive ``passed`` results in main-branch runs started up to
+    ``until``, counted from the newest back to its newest non-green result (failed, flaky,
+    crashed, timed out); skipped/xfailed/xpassed results neither count nor break the streak.
+    One query for all ids (every id is in the answer, with 0 greens when it has none)."""
+    out = {t: GreenStreak(0, None, None) for t in test_ids}
+    if not out:
+        return out
+    stmt = (select(TestResultRecord.test_id, TestResultRecord.outcome, RunRecord.started_at)
+            .join(RunRecord, RunRecord.id == TestResultRecord.run_id)
+            .where(TestResultRecord.test_id.in_(list(out)),
+                   TestResultRecord.run_id.in_(_main_runs(main_ref, triggers)),
+                   RunRecord.started_at <= until)
+            .order_by(RunRecord.started_at.desc(), RunRecord.id.desc()))
+    broken: set[str] = set()
+    with session.execute(stmt.execution_options(yield_per=1000)) as rows:
+        for test_id, outcome, started in rows:
+            if len(broken) == len(out):
+                break  # every streak has ended: older results cannot matter
+            if test_id in broken or outcome not in NOT_GREEN | {"passed"}:
+                continue
+            if outcome in NOT_GREEN:
+                broken.add(test_id)
+                continue
+            seen = out[test_id]
+            at = as_utc(started)
+            out[test_id] = GreenStreak(seen.greens + 1, at, seen.newest or at)
+    return out
+
+
+def claim(session: Session, record: QuarantineRecord) -> bool:
+    """Insert ``record`` and commit; ``False`` (rolled back) when the test already has a row
+    (``test_id`` is UNIQUE, so of two racing evaluations exactly one files the issue)."""
+    session.add(record)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def load_quarantine(session: Session, states: Sequence[str] = QUARANTINE_STATES
+                    ) -> list[QuarantineRecord]:
+    """Quarantine rows in the given states, oldest disable first (SQLite returns naive times:
+    read them through ``as_utc``)."""
+    return list(session.scalars(select(QuarantineRecord)
+                                .where(QuarantineRecord.state.in_(list(states)))
+                                .order_by(QuarantineRecord.disabled_at, QuarantineRecord.id)))
+
+
+def quarantined_tests(session: Session) -> dict[str, str]:
+    """``{test id: "DISABLED <id> (<issue url>)"}`` of every quarantined test (both states: a
+    re-enable proposal leaves the issue open, so the test stays disabled until it is closed);
+    the value names the issue, or says that no issue was filed."""
+    rows = session.execute(select(QuarantineRecord.test_id, QuarantineRecord.issue_url))
+    return {t: f"{disabled_title(t)} ({url or 'no issue filed'})" for t, url in rows}
+
+
+def quarantine_json(session: Session) -> dict[str, dict[str, object]]:
+    """``{test id: row as JSON}`` of every quarantine row, oldest disable first (the dashboard's
+    ``GET /api/v1/quarantine`` and the ``quarantine`` field of ``GET /api/v1/flaky``)."""
+    out: dict[str, dict[str, object]] = {}
+    for r in load_quarantine(session):
+        proposed = r.reenable_proposed_at
+        out[r.test_id] = {
+            "test_id": r.test_id, "state": r.state, "reason": r.reason,
+            "flaky_runs": r.flaky_runs, "greens": r.greens, "issue_repo": r.issue_repo,
+            "issue_number": r.issue_number, "issue_url": r.issue_url,
+            "disabled_at": as_utc(r.disabled_at).isoformat(),
+            "reenable_proposed_at": as_utc(proposed).isoformat() if proposed else None}
+    return out

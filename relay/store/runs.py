@@ -1,23 +1,38 @@
 """Persisting ``relay.models.Run`` with its ``TestResult``s; loading them back unchanged.
 
 ``save_run`` is an upsert by run id (results replaced), so saving the same run twice — e.g. by
-the pipeline and again by the delivery processor — is harmless.
+the pipeline and again by the delivery processor — is harmless.  A run's regression data lives
+in tables of its own, written by ``relay.store.regression.save_regression`` (environments,
+verdicts) and ``relay.store.culprits.save_culprit``; ``load_run`` and ``list_runs`` read them
+back: ``environments``, ``verdicts`` (``load_run``, and ``list_runs(with_results=True)``),
+``verdict_counts`` (always), ``culprit`` and ``baseline_run``.
+
+``baseline_run`` has no column: it is derived — the ``baseline`` run computed for this run
+(head = this run's base, title ``baseline for <head>``, started while this run ran), else the
+newest run on the same backend whose head is this run's base, executed in the base environment,
+started before this run (what ``relay.regression.baseline`` reuses).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import delete, select
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from relay.errors import RunNotFound
 from relay.models import Run
+from relay.store.culprits import load_culprits
+from relay.store.regression import RunEnvironmentRecord, VerdictRecord, load_verdicts
 from relay.store.tables import RunRecord, TestResultRecord
+from relay.verdicts import VERDICTS
 from selection.models import StageStats
 from test_specs.results import TestResult
 
-__all__ = ["save_run", "load_run", "list_runs"]
+__all__ = ["save_run", "load_run", "list_runs", "load_runs"]
 
 
 def _utc(value: datetime) -> datetime:
@@ -59,7 +74,51 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
         session.flush()
 
 
-def _to_run(record: RunRecord, *, with_results: bool) -> Run:
+def _environments(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    if not run_ids:
+        return out
+    rows = session.scalars(select(RunEnvironmentRecord)
+                           .where(RunEnvironmentRecord.run_id.in_(list(run_ids)))
+                           .order_by(RunEnvironmentRecord.id))
+    for r in rows:
+        out.setdefault(r.run_id, {})[r.role] = {
+            "name": r.name, "faults": r.faults, "torch_version": r.torch_version,
+            "torch_git_version": r.torch_git_version, "torch_wheel_sha256": r.wheel_sha256}
+    return out
+
+
+def _verdict_counts(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    if not run_ids:
+        return out
+    rows = session.execute(select(VerdictRecord.run_id, VerdictRecord.verdict, func.count())
+                           .where(VerdictRecord.run_id.in_(list(run_ids)))
+                           .group_by(VerdictRecord.run_id, VerdictRecord.verdict))
+    for run_id, verdict, n in rows:
+        out.setdefault(run_id, {k: 0 for k in VERDICTS})[verdict] = int(n)
+    return out
+
+
+def _baseline_run(session: Session, record: RunRecord, base_env: str) -> str | None:
+    """The derived ``baseline_run`` (see the module docstring)."""
+    on_base = (select(RunRecord.id)
+               .join(RunEnvironmentRecord, RunEnvironmentRecord.run_id == RunRecord.id)
+               .where(RunRecord.head == record.base, RunRecord.backend == record.backend,
+                      RunRecord.id != record.id, RunEnvironmentRecord.role == "head",
+                      RunEnvironmentRecord.name == base_env))
+    computed = session.scalar(
+        on_base.where(RunRecord.trigger == "baseline", RunRecord.title == f"baseline for {record.head}",
+                      RunRecord.started_at >= record.started_at,
+                      RunRecord.started_at <= record.finished_at)
+        .order_by(RunRecord.started_at).limit(1))
+    if computed is not None:
+        return computed
+    return session.scalar(on_base.where(RunRecord.started_at < record.started_at)
+                          .order_by(RunRecord.started_at.desc()).limit(1))
+
+
+def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | None = None) -> Run:
     results = [
         TestResult(id=r.test_id, upstream=r.upstream, op=r.op, module=r.module, dtype=r.dtype,
                    mode=r.mode, outcome=r.outcome, duration_ms=r.duration_ms,  # type: ignore[arg-type]
@@ -74,8 +133,33 @@ def _to_run(record: RunRecord, *, with_results: bool) -> Run:
         finished_at=_utc(record.finished_at), universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]
         stages=[StageStats.model_validate(s) for s in record.stages or []],
-        results=results, counts=dict(record.counts or {}),
+        results=results, counts=dict(record.counts or {}), **(extra or {}),
     )
+
+
+def _regression(session: Session, records: Sequence[RunRecord], *,
+                with_verdicts: bool) -> dict[str, dict[str, Any]]:
+    """Per run id, the regression fields of ``Run`` read from their own tables."""
+    ids = [r.id for r in records]
+    envs = _environments(session, ids)
+    counts = _verdict_counts(session, ids)
+    culprits = load_culprits(session, ids)
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        extra: dict[str, Any] = {}
+        if r.id in envs:
+            extra["environments"] = envs[r.id]
+            base = envs[r.id].get("base")
+            if base is not None:
+                extra["baseline_run"] = _baseline_run(session, r, str(base["name"]))
+        if r.id in counts:
+            extra["verdict_counts"] = counts[r.id]
+            if with_verdicts:
+                extra["verdicts"] = load_verdicts(session, r.id)
+        if r.id in culprits:
+            extra["culprit"] = culprits[r.id]
+        out[r.id] = extra
+    return out
 
 
 def load_run(session: Session, run_id: str) -> Run:
@@ -85,13 +169,31 @@ def load_run(session: Session, run_id: str) -> Run:
     )
     if record is None:
         raise RunNotFound(run_id)
-    return _to_run(record, with_results=True)
+    return _to_run(record, with_results=True,
+                   extra=_regression(session, [record], with_verdicts=True)[record.id])
 
 
 def list_runs(session: Session, limit: int = 50, *, with_results: bool = False) -> list[Run]:
-    """Up to ``limit`` runs, newest ``started_at`` first (ties by id); results omitted unless
-    ``with_results`` (``counts`` is always filled)."""
+    """Up to ``limit`` runs, newest ``started_at`` first (ties by id); results and verdicts
+    omitted unless ``with_results`` (``counts``, ``verdict_counts``, ``environments``,
+    ``baseline_run`` and ``culprit`` are always filled)."""
     stmt = select(RunRecord).order_by(RunRecord.started_at.desc(), RunRecord.id.desc()).limit(limit)
     if with_results:
         stmt = stmt.options(selectinload(RunRecord.results))
-    return [_to_run(r, with_results=with_results) for r in session.scalars(stmt)]
+    records = list(session.scalars(stmt))
+    extra = _regression(session, records, with_verdicts=with_results)
+    return [_to_run(r, with_results=with_results, extra=extra[r.id]) for r in records]
+
+
+def load_runs(session: Session, run_ids: Sequence[str], *, with_results: bool = False) -> list[Run]:
+    """The stored runs of ``run_ids`` in that order (unknown ids skipped); like ``list_runs``,
+    results and verdicts only ``with_results``."""
+    if not run_ids:
+        return []
+    stmt = select(RunRecord).where(RunRecord.id.in_(list(run_ids)))
+    if with_results:
+        stmt = stmt.options(selectinload(RunRecord.results))
+    records = {r.id: r for r in session.scalars(stmt)}
+    ordered = [records[i] for i in dict.fromkeys(run_ids) if i in records]
+    extra = _regression(session, ordered, with_verdicts=with_results)
+    return [_to_run(r, with_results=with_results, extra=extra[r.id]) for r in ordered]

@@ -1,5 +1,5 @@
 """A fake GitHub: REST endpoints we call (PR files, compare, repository_dispatch, check runs,
-issue comments) and a webhook sender.
+issues, issue comments) and a webhook sender.
 
 The REST app is real HTTP (served by ``tests.fakes.live.LiveServer``) with GitHub's paging
 rules: ``per_page`` (default 30, max 100), ``page`` (from 1), ``Link`` header with ``rel="next"``
@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -23,7 +24,7 @@ from fastapi.responses import JSONResponse, Response
 
 from relay.github.signing import sign
 
-__all__ = ["FakeGitHub", "WebhookSender", "pr_files", "pull_request_payload", "push_payload"]
+__all__ = ["FakeGitHub", "FakeHook", "WebhookSender", "pr_files", "pull_request_payload", "push_payload"]
 
 
 @dataclass
@@ -35,12 +36,28 @@ class Seen:
 
 
 @dataclass
+class FakeHook:
+    """A repository webhook: where it delivers, its secret, and its delivery log — GitHub's
+    ``hook-delivery-item`` dicts, one per attempt — with each attempt's ``(event, body)``."""
+
+    id: int
+    repo: str
+    url: str
+    secret: str
+    log: list[dict[str, Any]] = field(default_factory=list)
+    bodies: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+
+
+@dataclass
 class FakeGitHub:
     """State of the fake: ``pulls[(repo, number)]`` file lists, ``compares[(repo, base, head)]``,
     ``fail_with`` (statuses answered, one per request, before normal service), ``seen``."""
 
     pulls: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     compares: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    #: commit shas (oldest first) of ``(repo, base, head)`` listed by the compare API, paged
+    #: like GitHub (``per_page`` ≤ 100, default 250 commits unpaged) with ``total_commits``
+    compare_commits: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
     fail_with: list[int] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     #: ``(repo, {"event_type", "client_payload"})`` per accepted dispatch (204)
@@ -56,6 +73,15 @@ class FakeGitHub:
     check_log: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
     #: comments per (repo, number): dicts with ``id`` and ``body``
     comments: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    #: issues per repo in creation order: ``{"number", "title", "body", "state", "html_url",
+    #: "labels"}`` (entries with a ``pull_request`` key stand for PRs, as GitHub lists them)
+    issues: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: repository webhooks by id (``add_hook``; ``deliver`` sends and logs attempts) and the
+    #: attempt ids asked to be redelivered, in order
+    hooks: dict[int, FakeHook] = field(default_factory=dict)
+    redeliveries: list[int] = field(default_factory=list)
+    _lock: Any = field(default_factory=threading.Lock)
+    _http: Any = None  # one httpx.Client for every delivery (a new client costs ~40 ms)
     _ids: Any = field(default_factory=lambda: itertools.count(1000))
 
     def add_pull(self, repo: str, number: int, files: list[dict[str, Any]]) -> None:
@@ -98,10 +124,21 @@ class FakeGitHub:
             if (failed := _record(request)) is not None:
                 return failed
             base, _, head = basehead.partition("...")
-            files = self.compares.get((f"{owner}/{name}", base, head))
-            if files is None:
+            key = (f"{owner}/{name}", base, head)
+            files = self.compares.get(key)
+            shas = self.compare_commits.get(key)
+            if files is None and shas is None:
                 return JSONResponse({"message": "Not Found"}, status_code=404)
-            return JSONResponse({"status": "ahead", "files": files[:300], "commits": []})
+            shas = shas or []
+            if "per_page" in request.query_params or "page" in request.query_params:
+                per_page = min(int(request.query_params.get("per_page", 30)), 100)
+                page = max(int(request.query_params.get("page", 1)), 1)
+                listed = shas[(page - 1) * per_page: page * per_page]
+            else:
+                listed = shas[:250]
+            return JSONResponse({"status": "ahead", "files": (files or [])[:300],
+                                 "total_commits": len(shas),
+                                 "commits": [{"sha": s, "commit": {"message": ""}} for s in listed]})
 
         @app.post("/repos/{owner}/{name}/dispatches")
         async def dispatch_route(owner: str, name: str, request: Request) -> Response:
@@ -176,13 +213,154 @@ class FakeGitHub:
                         return JSONResponse(comment)
             return JSONResponse({"message": "Not Found"}, status_code=404)
 
+        @app.get("/repos/{owner}/{name}/issues")
+        def list_issues(owner: str, name: str, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            q = request.query_params
+            state = q.get("state", "open")
+            items = [i for i in self.issues.get(f"{owner}/{name}", [])
+                     if state == "all" or i["state"] == state]
+            if q.get("direction", "desc") == "desc":  # GitHub: sort=created, newest first
+                items = items[::-1]
+            per_page = min(int(q.get("per_page", 30)), 100)
+            page = max(int(q.get("page", 1)), 1)
+            last = max(1, -(-len(items) // per_page))
+            links = []
+            if page < last:
+                nxt = request.url.include_query_params(per_page=per_page, page=page + 1)
+                end = request.url.include_query_params(per_page=per_page, page=last)
+                links = [f'<{nxt}>; rel="next"', f'<{end}>; rel="last"']
+            return JSONResponse(items[(page - 1) * per_page: page * per_page],
+                                headers={"Link": ", ".join(links)} if links else {})
+
+        @app.post("/repos/{owner}/{name}/issues")
+        async def create_issue(owner: str, name: str, request: Request) -> JSONResponse:
+            if (failed := _record(request)) is not None:
+                return failed
+            fields = await request.json()
+            if not isinstance(fields.get("title"), str) or not fields["title"]:
+                return JSONResponse({"message": "Validation Failed"}, status_code=422)
+            return JSONResponse(self.add_issue(f"{owner}/{name}", fields["title"],
+                                               fields.get("body") or "", fields.get("labels", [])),
+                                status_code=201)
+
+        self._hook_delivery_routes(app, _record)
         return app
+
+    def add_issue(self, repo: str, title: str, body: str = "", labels: list[str] | None = None,
+                  *, state: str = "open", pull_request: bool = False) -> dict[str, Any]:
+        """File an issue (or, ``pull_request=True``, a PR as the issues list shows it)."""
+        repo_issues = self.issues.setdefault(repo, [])
+        number = len(repo_issues) + 1
+        issue: dict[str, Any] = {"id": next(self._ids), "number": number, "title": title,
+                                 "body": body, "state": state,
+                                 "labels": [{"name": n} for n in labels or []],
+                                 "html_url": f"https://github.com/{repo}/issues/{number}"}
+        if pull_request:
+            issue["pull_request"] = {"url": f"https://api.github.com/repos/{repo}/pulls/{number}"}
+        repo_issues.append(issue)
+        return issue
 
     def wait_dispatches(self, n: int, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while len(self.dispatches) < n:
             assert time.monotonic() < deadline, f"expected {n} dispatches, got {len(self.dispatches)}"
             time.sleep(0.01)
+
+    def add_hook(self, repo: str, url: str, secret: str, hook_id: int = 424242) -> FakeHook:
+        """A webhook of ``repo`` delivering to ``url`` (the relay's ``/webhooks/github``)."""
+        self.hooks[hook_id] = FakeHook(hook_id, repo, url, secret)
+        return self.hooks[hook_id]
+
+    def deliver(self, hook_id: int, event: str, payload: Any, *, guid: str | None = None,
+                delivered_at: datetime | None = None) -> dict[str, Any]:
+        """Send one delivery of hook ``hook_id`` as GitHub does (headers, production signer)
+        and log the attempt; returns the log entry.  No answer (connection refused, over 10 s)
+        logs ``status_code`` 0.  ``delivered_at`` (default now) back-dates the entry."""
+        return self._attempt(self.hooks[hook_id], event, json.dumps(payload).encode(),
+                             guid or str(uuid.uuid4()), redelivery=False, at=delivered_at)
+
+    def _attempt(self, hook: FakeHook, event: str, body: bytes, guid: str, *, redelivery: bool,
+                 at: datetime | None = None) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake",
+                   "X-GitHub-Event": event, "X-GitHub-Delivery": guid,
+                   "X-GitHub-Hook-ID": str(hook.id), "X-Hub-Signature-256": sign(body, hook.secret)}
+        with self._lock:
+            self._http = self._http or httpx.Client(timeout=10.0)
+        started = time.monotonic()
+        try:  # GitHub counts an answer slower than 10 s as failed
+            code = self._http.post(hook.url, content=body, headers=headers).status_code
+            status = "OK" if 200 <= code < 300 else f"Invalid HTTP Response: {code}"
+        except httpx.TimeoutException:
+            code, status = 0, "timed out"
+        except httpx.TransportError:
+            code, status = 0, "failed to connect"
+        payload = json.loads(body)
+        action = payload.get("action") if isinstance(payload, dict) else None
+        entry = {"id": next(self._ids), "guid": guid, "redelivery": redelivery,
+                 "delivered_at": (at or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "duration": round(time.monotonic() - started, 3), "status": status,
+                 "status_code": code, "event": event, "action": action,
+                 "installation_id": None, "repository_id": 65600975, "throttled_at": None}
+        with self._lock:
+            hook.log.append(entry)
+            hook.bodies[entry["id"]] = (event, body)
+        return entry
+
+    def _hook_delivery_routes(self, app: FastAPI, record: Any) -> None:
+        """``GET .../hooks/{id}/deliveries`` (newest first; ``per_page`` ≤ 100, ``cursor`` from
+        the ``Link`` header, ``redelivery`` filter) and ``POST .../deliveries/{id}/attempts``
+        (202; re-sends the logged body with the same guid — synchronously, unlike GitHub, so
+        tests need not wait; 422 for an attempt older than GitHub's 3 days)."""
+
+        def hook_of(owner: str, name: str, hook_id: int) -> FakeHook | None:
+            hook = self.hooks.get(hook_id)
+            return hook if hook is not None and hook.repo == f"{owner}/{name}" else None
+
+        @app.get("/repos/{owner}/{name}/hooks/{hook_id}/deliveries")
+        def list_deliveries(owner: str, name: str, hook_id: int, request: Request) -> JSONResponse:
+            if (failed := record(request)) is not None:
+                return failed
+            if (hook := hook_of(owner, name, hook_id)) is None:
+                return JSONResponse({"message": "Not Found"}, status_code=404)
+            q = request.query_params
+            with self._lock:
+                items = sorted(hook.log, key=lambda e: (e["delivered_at"], e["id"]), reverse=True)
+            if "redelivery" in q:
+                items = [e for e in items if e["redelivery"] == (q["redelivery"] == "true")]
+            per_page = min(int(q.get("per_page", 30)), 100)
+            start = 0
+            if "cursor" in q:
+                ids = [f"v1_{e['id']}" for e in items]
+                if q["cursor"] not in ids:
+                    return JSONResponse({"message": "Bad cursor"}, status_code=400)
+                start = ids.index(q["cursor"])
+            page = items[start:start + per_page]
+            headers = {}
+            if start + per_page < len(items):
+                nxt = request.url.include_query_params(
+                    per_page=per_page, cursor=f"v1_{items[start + per_page]['id']}")
+                headers["Link"] = f'<{nxt}>; rel="next"'
+            return JSONResponse(page, headers=headers)
+
+        @app.post("/repos/{owner}/{name}/hooks/{hook_id}/deliveries/{delivery_id}/attempts")
+        def redeliver(owner: str, name: str, hook_id: int, delivery_id: int,
+                      request: Request) -> JSONResponse:
+            if (failed := record(request)) is not None:
+                return failed
+            hook = hook_of(owner, name, hook_id)
+            if hook is None or delivery_id not in hook.bodies:
+                return JSONResponse({"message": "Not Found"}, status_code=404)
+            entry = next(e for e in hook.log if e["id"] == delivery_id)
+            age = datetime.now(timezone.utc) - datetime.fromisoformat(
+                entry["delivered_at"].replace("Z", "+00:00"))
+            if age > timedelta(days=3):
+                return JSONResponse({"message": "Validation Failed"}, status_code=422)
+            self.redeliveries.append(delivery_id)
+            event, body = hook.bodies[delivery_id]
+            self._attempt(hook, event, body, entry["guid"], redelivery=True)
+            return JSONResponse({}, status_code=202)
 
 
 def pr_files(n: int, prefix: str = "torch/_refs/f") -> list[dict[str, Any]]:

@@ -48,3 +48,27 @@ def test_conclusion_is_failure_iff_new():
 def test_flips_counts_pass_fail_changes_only():
     assert flips(["passed", "failed", "skipped", "passed", "failed"]) == 3
     assert flips(["failed", "failed"]) == 0
+
+
+@pytest.mark.parametrize(("head", "base", "expected"), [
+    ("failed", "passed", "FLAKY"),
+    ("failed", None, "FLAKY"),
+    ("failed", "failed", "FLAKY"),
+    ("passed", "passed", "OK"),
+    ("crashed", "passed", "INFRA"),
+    ("xfailed", "xfailed", "KNOWN"),
+])
+def test_a_quarantined_test_never_fails_the_run(head, base, expected):
+    issue = "DISABLED s::t[add-float16] (https://github.com/acme/ci/issues/3)"
+    v = classify(r(head), r(base) if base else None, quarantined=issue)
+    assert v.verdict == expected
+    if expected == "FLAKY":
+        assert issue in v.reason
+
+
+def test_classify_all_threads_quarantined_ids():
+    head = [r("failed", "a"), r("failed", "b")]
+    verdicts = classify_all(head, [r("passed", "a"), r("passed", "b")],
+                            quarantined={"a": "DISABLED a (no issue filed)"})
+    assert [v.verdict for v in verdicts] == ["FLAKY", "NEW"]
+    assert conclusion(verdicts[:1]) == "success" and conclusion(verdicts) == "failure"

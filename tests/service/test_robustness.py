@@ -62,3 +62,19 @@ def test_unknown_route_and_method_are_json(relay: Relay) -> None:
     assert httpx.get(relay.url + "/nope").json() == {"detail": "Not Found"}
     resp = httpx.get(relay.url + "/webhooks/github")
     assert resp.status_code == 405 and "detail" in resp.json()
+
+
+def test_intake_bug_after_commit_is_json_500_and_the_delivery_is_kept(relay: Relay) -> None:
+    class BrokenQueue:
+        def submit_delivery(self, delivery_id: str) -> None:
+            raise RuntimeError("queue on fire")
+
+        def close(self, timeout: float | None = None) -> None:
+            pass
+
+    relay.app.state.queue = BrokenQueue()
+    resp = relay.sender.send("pull_request", pull_request_payload(), delivery_id="kept-1")
+    assert resp.status_code == 500
+    assert resp.json() == {"detail": "internal server error"}
+    again = relay.sender.send("pull_request", pull_request_payload(), delivery_id="kept-1")
+    assert again.json()["status"] == "duplicate"  # stored: restart recovery will process it

@@ -1,0 +1,88 @@
+"""What users hand the CLI: ``--spec`` directories and JSON locations in input errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from relay.inputs import InputError, changeset_from_pr_files, json_location, load_changeset, spec_files
+from tests.e2e.test_replay_cli import relay
+
+
+def _write(path: Path, data: object) -> str:
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(("item", "kind"), [(3, "a number"), ("x.py", "a string"), (None, "null"),
+                                            ([], "an array"), (True, "a boolean")])
+def test_pr_files_non_object_item_is_reported_by_index(tmp_path: Path, item: object, kind: str) -> None:
+    source = _write(tmp_path / "files.json", [{"filename": "a.py", "status": "modified"}, item])
+    with pytest.raises(InputError) as info:
+        changeset_from_pr_files(source)
+    assert str(info.value) == f"{source}: [1]: expected an object (a PR file), got {kind}"
+
+
+def test_pr_files_field_errors_and_changeset_errors_give_json_paths(tmp_path: Path) -> None:
+    source = _write(tmp_path / "files.json", [{"filename": "a.py", "status": "modified"}, {"status": "modified"}])
+    with pytest.raises(InputError, match=r"files\.json: \[1\]\.filename: Field required$"):
+        changeset_from_pr_files(source)
+    source = _write(tmp_path / "cs.json", {"base": "a", "head": "b", "files": [{"filename": "a.py"}, 3]})
+    with pytest.raises(InputError, match=r"cs\.json: files\.1: "):
+        load_changeset(source)
+    assert json_location(()) == "<root>" and json_location(("files", 0, "patch")) == "files.0.patch"
+
+
+def test_spec_files_expands_directories_and_names_bad_paths(tmp_path: Path, op_db_spec) -> None:
+    a = op_db_spec("a", ["add"])
+    sub = tmp_path / "more"
+    sub.mkdir()
+    b = sub / "b.yml"
+    b.write_text(a.read_text())
+    (tmp_path / "notes.txt").write_text("not a spec")
+    assert spec_files([tmp_path]) == [a, b]
+    assert spec_files([a, tmp_path]) == [a, b]  # a file given twice counts once
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="empty: a directory with no spec files"):
+        spec_files([empty])
+    with pytest.raises(InputError, match="nope.yaml: no such spec file or directory"):
+        spec_files([tmp_path / "nope.yaml"])
+
+
+def test_cli_select_and_replay_take_a_spec_directory(tmp_path: Path, op_db_spec, softmax_change) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    op_db_spec("one", ["softmax"], exclude=["softmax.with_dtype"]).rename(specs / "one.yaml")
+    op_db_spec("two", ["add", "mul"]).rename(specs / "two.yaml")
+    state = tmp_path / "state"
+    sel = relay("select", "--changes", str(softmax_change), "--spec", str(specs), "--json", state=state, cwd=tmp_path)
+    assert sel.returncode == 0, sel.stderr[-2000:]
+    assert json.loads(sel.stdout)["universe"] == 3  # both files of the directory
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for cmd in (["replay", str(softmax_change)], ["select", "--changes", str(softmax_change)]):
+        proc = relay(*cmd, "--spec", str(empty), state=state, cwd=tmp_path)
+        assert proc.returncode == 2 and "a directory with no spec files" in proc.stderr, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr
+
+    files = _write(tmp_path / "files.json", [{"filename": "torch/_refs/__init__.py", "status": "modified"}, 3])
+    bad = relay("select", "--files", files, "--spec", str(specs), state=state, cwd=tmp_path)
+    assert bad.returncode == 2 and "[1]: expected an object (a PR file), got a number" in bad.stderr, bad.stderr
+    assert "<root>" not in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.timeout(300)
+def test_replay_runs_a_spec_directory(tmp_path: Path, op_db_spec, softmax_change) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    op_db_spec("one", ["softmax"], exclude=["softmax.with_dtype"]).rename(specs / "one.yaml")
+    op_db_spec("two", ["add"]).rename(specs / "two.yaml")
+    proc = relay("replay", str(softmax_change), "--spec", str(specs), "--json", state=tmp_path / "state", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads(proc.stdout)
+    assert run["universe"] == 2
+    assert {r["id"]: r["outcome"] for r in run["results"]} == {"one::TestCommon::test_compare_cpu[softmax-float16]": "passed"}

@@ -1,0 +1,396 @@
+"""Flaky-test quarantine (``relay.quarantine``): disable and re-enable proposals on SQLite and
+PostgreSQL, with DISABLED issues and comments filed on the fake GitHub over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+from tenacity import wait_none
+
+from relay.github.client import GitHubClient
+from relay.models import Run
+from relay.quarantine import REENABLE_MARKER, evaluate
+from relay.settings import Settings
+from relay.store import create_schema, make_engine, make_session_factory, save_run
+from relay.store.quarantine import QuarantineRecord
+from relay.store.regression import VerdictRecord
+from relay.store.tables import DeliveryRecord
+from test_specs.results import TestResult
+from tests.fakes.github import FakeGitHub
+from tests.pg import fresh_schema_url
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+REPO = "acme/spyre-ci"
+MAIN = "refs/heads/main"
+T = "test/test_ops.py::TestCommonSPYRE::test_compare_cpu_softmax_spyre_float16"
+TITLE = f"DISABLED {T}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'relay.db'}"
+    else:
+        yield from fresh_schema_url("relay_q")
+
+
+@pytest.fixture
+def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(db_url)
+    create_schema(engine)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def github(live_server: Callable[[Any], Any]) -> Iterator[tuple[FakeGitHub, GitHubClient]]:
+    fake = FakeGitHub()
+    url = live_server(fake.app()).url
+    with GitHubClient(url, "t0ken", attempts=2, wait=wait_none()) as client:
+        yield fake, client
+
+
+def settings_for(db_url: str, github_url: str = "http://127.0.0.1:9", **kw: Any) -> Settings:
+    fields: dict[str, Any] = dict(database_url=db_url, github_api_url=github_url,
+                                  quarantine_repo=REPO)
+    fields.update(kw)
+    return Settings(**fields)
+
+
+class Runs:
+    """Adds runs with one result per test to the store."""
+
+    def __init__(self, factory: sessionmaker[Session], now: datetime = NOW) -> None:
+        self.factory = factory
+        self.now = now
+        self.n = 0
+
+    def add(self, at: datetime, outcomes: dict[str, str], *, ref: str | None = MAIN,
+            trigger: str = "webhook", event: str | None = None,
+            verdicts: dict[str, str] | None = None, session: Session | None = None) -> str:
+        self.n += 1
+        run_id = f"r{self.n:04d}"
+        results = [TestResult(id=t, upstream="u", outcome=o)  # type: ignore[arg-type]
+                   for t, o in outcomes.items()]
+        delivery = None
+        s = session or self.factory()
+        if event is not None:
+            delivery = f"d-{run_id}"
+            s.add(DeliveryRecord(delivery_id=delivery, event=event, payload="{}"))
+        save_run(s, Run(id=run_id, base=f"{self.n - 1:040x}", head=f"{self.n:040x}",
+                        trigger=trigger, ref=ref,  # type: ignore[arg-type]
+                        delivery_id=delivery, started_at=at,
+                        finished_at=at + timedelta(minutes=20),
+                        conclusion=Run.conclude(results), results=results,
+                        counts=Run.count_outcomes(results)), commit=False)
+        s.add_all(VerdictRecord(run_id=run_id, test_id=t, verdict=v, head=outcomes[t], reason="r")
+                  for t, v in (verdicts or {}).items())
+        if session is None:
+            s.commit()
+            s.close()
+        return run_id
+
+    def flaky_at(self, *hours_ago: float, test: str = T, **kw: Any) -> None:
+        for h in hours_ago:
+            self.add(self.now - timedelta(hours=h), {test: "flaky", "other": "passed"}, **kw)
+
+    def greens(self, n: int, start: datetime, span: timedelta, test: str = T) -> None:
+        with self.factory() as s:
+            for i in range(n):
+                self.add(start + span * i / (n - 1), {test: "passed"}, session=s)
+            s.commit()
+
+
+def records(factory: sessionmaker[Session]) -> list[QuarantineRecord]:
+    with factory() as s:
+        return list(s.scalars(select(QuarantineRecord).order_by(QuarantineRecord.id)))
+
+
+def posts(fake: FakeGitHub, suffix: str) -> int:
+    return sum(1 for seen in fake.seen if seen.method == "POST" and seen.path.endswith(suffix))
+
+
+def test_three_flaky_main_runs_file_one_issue_exactly_once(db_url, factory, github):
+    fake, client = github
+    runs = Runs(factory)
+    runs.flaky_at(5, 3)
+    # the third counts through its stored FLAKY verdict (outcome flips), not its outcome
+    runs.add(NOW - timedelta(hours=1), {T: "failed"}, verdicts={T: "FLAKY"})
+    runs.flaky_at(4, 2, test="twice")  # only two runs: nothing
+    settings = settings_for(db_url, str(client._http.base_url))
+    with factory() as s:
+        report = evaluate(s, settings, client, now=NOW)
+    assert [p.test_id for p in report.disabled] == [T]
+    p = report.disabled[0]
+    assert (p.flaky_runs, p.issue_repo, p.issue_number, p.issue_adopted) == (3, REPO, 1, False)
+    [issue] = fake.issues[REPO]
+    assert issue["title"] == TITLE and issue["html_url"] == p.issue_url
+    assert issue["body"].startswith("Platforms: spyre-sim\n")
+    assert "3 runs within 6 h" in issue["body"] and "r0003" in issue["body"]
+    [rec] = records(factory)
+    assert (rec.test_id, rec.state, rec.flaky_runs, rec.issue_number) == (T, "disabled", 3, 1)
+    for later in (NOW, NOW + timedelta(hours=1)):
+        with factory() as s:
+            again = evaluate(s, settings, client, now=later)
+        assert again.disabled == [] and again.quarantined == 1 and again.errors == []
+    assert len(fake.issues[REPO]) == 1 and posts(fake, "/issues") == 1
+
+
+def test_an_open_issue_with_the_exact_title_is_adopted_across_pages(db_url, factory, github):
+    fake, client = github
+    for i in range(120):  # the match is on the second page of 100
+        fake.add_issue(REPO, f"unrelated {i}")
+    fake.add_issue(REPO, TITLE, state="closed")
+    fake.add_issue(REPO, TITLE, pull_request=True)
+    fake.add_issue(REPO, TITLE + "_extra")
+    wanted = fake.add_issue(REPO, TITLE)
+    Runs(factory).flaky_at(5, 3, 1)
+    with factory() as s:
+        report = evaluate(s, settings_for(db_url), client, now=NOW)
+    [p] = report.disabled
+    assert p.issue_adopted and p.issue_number == wanted["number"] == 124
+    assert posts(fake, "/issues") == 0
+    assert any(seen.query.get("page") == "2" for seen in fake.seen)
+
+
+def test_flaky_runs_elsewhere_do_not_count(db_url, factory, github):
+    fake, client = github
+    runs = Runs(factory)
+    runs.flaky_at(5, 1)  # two that count; any one of the rest would make three
+    runs.flaky_at(3, ref="refs/heads/feature")
+    runs.flaky_at(3, ref=None)
+    runs.flaky_at(3, event="pull_request")  # a PR run carries its base ref, main
+    runs.flaky_at(3, trigger="baseline")
+    runs.flaky_at(6.5)  # outside the window
+    runs.flaky_at(-1)  # after now
+    settings = settings_for(db_url)
+    with factory() as s:
+        assert evaluate(s, settings, client, now=NOW).disabled == []
+    assert records(factory) == [] and fake.issues == {}
+    runs.flaky_at(2, event="push")  # a push delivery's run counts
+    with factory() as s:
+        assert [p.test_id for p in evaluate(s, settings, client, now=NOW).disabled] == [T]
+
+
+def test_without_a_repo_only_the_record_is_written_and_the_issue_follows_later(db_url, factory,
+                                                                                github):
+    fake, client = github
+    Runs(factory).flaky_at(5, 3, 1)
+    with factory() as s:
+        [p] = evaluate(s, settings_for(db_url, quarantine_repo=None), client, now=NOW).disabled
+    assert p.issue_url is None and "RELAY_QUARANTINE_REPO is not set" in p.reason
+    assert fake.seen == []
+    with factory() as s:  # configured later: the missing issue is filed once
+        report = evaluate(s, settings_for(db_url), client, now=NOW + timedelta(minutes=10))
+    [rec] = records(factory)
+    assert report.disabled == [] and rec.issue_number == 1 and "not set" not in rec.reason
+    assert [i["title"] for i in fake.issues[REPO]] == [TITLE]
+
+
+def test_a_github_failure_is_reported_and_retried_by_a_later_evaluation(db_url, factory, github):
+    fake, client = github
+    Runs(factory).flaky_at(5, 3, 1)
+    fake.fail_with = [502, 502]  # both tries of the title lookup
+    settings = settings_for(db_url)
+    with factory() as s:
+        report = evaluate(s, settings, client, now=NOW)
+    assert report.disabled[0].issue_url is None and "502" in report.errors[0]
+    assert records(factory)[0].state == "disabled"  # quarantined all the same
+    with factory() as s:  # too soon: left to the evaluation that claimed it
+        assert evaluate(s, settings, client, now=NOW + timedelta(minutes=1)).errors == []
+    assert REPO not in fake.issues
+    with factory() as s:
+        evaluate(s, settings, client, now=NOW + timedelta(minutes=6))
+    assert [i["title"] for i in fake.issues[REPO]] == [TITLE]
+    assert records(factory)[0].issue_number == 1
+
+
+def disable_then_green(factory, client, db_url, n: int, span: timedelta, **kw: Any):
+    runs = Runs(factory)
+    start = NOW - span - timedelta(hours=1)
+    runs.add(start - timedelta(hours=3), {T: "flaky"})
+    runs.add(start - timedelta(hours=2), {T: "flaky"})
+    runs.add(start - timedelta(hours=1), {T: "failed"}, verdicts={T: "FLAKY"})
+    settings = settings_for(db_url, **kw)
+    with factory() as s:
+        assert len(evaluate(s, settings, client, now=start).disabled) == 1
+    runs.greens(n, start, span)
+    return runs, settings
+
+
+def test_150_greens_over_8_days_propose_reenabling_once(db_url, factory, github):
+    fake, client = github
+    runs, settings = disable_then_green(factory, client, db_url, 150, timedelta(days=8))
+    with factory() as s:
+        report = evaluate(s, settings, client, now=NOW)
+    [p] = report.reenabled
+    assert (p.test_id, p.greens, p.issue_number) == (T, 150, 1) and p.green_days == 8.0
+    [comment] = fake.comments[(REPO, 1)]
+    assert REENABLE_MARKER in comment["body"] and "150 consecutive green runs" in comment["body"]
+    [rec] = records(factory)
+    assert rec.state == "reenable_proposed" and rec.reenable_proposed_at is not None
+    runs.greens(5, NOW, timedelta(hours=1))
+    with factory() as s:
+        assert evaluate(s, settings, client, now=NOW + timedelta(hours=2)).reenabled == []
+    assert len(fake.comments[(REPO, 1)]) == 1 and posts(fake, "/comments") == 1
+
+
+def test_150_greens_within_3_days_are_not_enough(db_url, factory, github):
+    fake, client = github
+    _, settings = disable_then_green(factory, client, db_url, 150, timedelta(days=3))
+    with factory() as s:
+        assert evaluate(s, settings, client, now=NOW).reenabled == []
+    [rec] = records(factory)
+    assert (rec.state, rec.greens) == ("disabled", 150) and fake.comments == {}
+
+
+def test_a_failure_restarts_the_green_count(db_url, factory, github):
+    fake, client = github
+    runs, settings = disable_then_green(factory, client, db_url, 150, timedelta(days=8))
+    runs.add(NOW - timedelta(minutes=30), {T: "failed"})
+    runs.add(NOW - timedelta(minutes=20), {T: "skipped"})  # neither counts nor breaks
+    runs.add(NOW - timedelta(minutes=10), {T: "passed"})
+    with factory() as s:
+        assert evaluate(s, settings, client, now=NOW).reenabled == []
+    assert records(factory)[0].greens == 1 and fake.comments == {}
+
+
+def test_thresholds_come_from_settings(db_url, factory, github, monkeypatch):
+    fake, client = github
+    runs = Runs(factory)
+    runs.flaky_at(5, 1)
+    with factory() as s:
+        assert evaluate(s, settings_for(db_url), client, now=NOW).disabled == []
+    monkeypatch.setenv("RELAY_QUARANTINE_FLAKY_RUNS", "1")
+    with factory() as s:
+        assert evaluate(s, settings_for(db_url, quarantine_window_h=2), client,
+                        now=NOW).disabled == []  # only one of them within 2 h
+    with factory() as s:
+        report = evaluate(s, settings_for(db_url), client, now=NOW)
+    assert report.flaky_runs_threshold == 1 and [p.test_id for p in report.disabled] == [T]
+    runs.greens(10, NOW, timedelta(days=1))
+    later = NOW + timedelta(days=2)
+
+    def reenabled(greens: int, days: float) -> list[Any]:
+        settings = settings_for(db_url, quarantine_reenable_greens=greens,
+                                quarantine_reenable_days=days)
+        with factory() as s:
+            return evaluate(s, settings, client, now=later).reenabled
+
+    assert reenabled(11, 1) == [] and reenabled(10, 1.5) == []  # 10 greens over 1 day
+    [p] = reenabled(10, 1)
+    assert p.greens == 10
+
+
+def test_a_quarantined_failing_test_is_flaky_not_new_and_the_run_succeeds(db_url, factory, github):
+    from relay.regression import Baseline, verdicts_for
+    from relay.verdicts import conclusion
+
+    fake, client = github
+    Runs(factory).flaky_at(5, 3, 1)
+    settings = settings_for(db_url)
+    with factory() as s:
+        [p] = evaluate(s, settings, client, now=NOW).disabled
+    head = [TestResult(id=T, upstream="u", outcome="failed", message="boom"),
+            TestResult(id="other", upstream="u", outcome="passed")]
+    base = Baseline(results={r.id: TestResult(id=r.id, upstream="u", outcome="passed")
+                             for r in head}, reused_from=[], computed_run=None, computed=0)
+    verdicts = verdicts_for(head, base, settings=settings)
+    assert verdicts[0].verdict == "FLAKY" and verdicts[1].verdict == "OK"
+    assert TITLE in verdicts[0].reason and p.issue_url in verdicts[0].reason
+    assert conclusion(verdicts) == "success"
+    unknown = [TestResult(id="not-quarantined", upstream="u", outcome="failed")]
+    assert verdicts_for(unknown, base, settings=settings)[0].verdict == "NEW"
+
+
+def test_a_create_answered_5xx_is_not_filed_twice():
+    issues: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json=issues)
+        issues.append({"number": 1, "title": json.loads(request.content)["title"],
+                       "html_url": "https://github.com/o/r/issues/1"})
+        return httpx.Response(502, json={"message": "created, but the proxy timed out"})
+
+    with GitHubClient("https://gh.test", attempts=3, wait=wait_none(),
+                      transport=httpx.MockTransport(handler)) as gh:
+        issue, created = gh.ensure_issue("o/r", TITLE, "body")
+    assert (issue["number"], created, len(issues)) == (1, False, 1)
+
+
+def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_url, factory,
+                                                                          monkeypatch, caplog):
+    import relay.quarantine
+    from relay.app.processing import process_delivery
+    from relay.store import insert_delivery
+
+    now = datetime.now(timezone.utc)  # process_delivery evaluates at the wall clock
+    Runs(factory, now).flaky_at(5, 3)
+    settings = settings_for(db_url, quarantine_repo=None)
+
+    def processor(delivery, _settings) -> Run:
+        results = [TestResult(id=T, upstream="u", outcome="flaky")]
+        return Run(id=f"run-{delivery.id}", base="b" * 40, head="c" * 40, trigger="webhook",
+                   ref=MAIN, delivery_id=delivery.id, started_at=now, finished_at=now,
+                   conclusion="success", results=results, counts=Run.count_outcomes(results))
+
+    with factory() as s:
+        insert_delivery(s, delivery_id="d1", event="push", payload="{}")
+        insert_delivery(s, delivery_id="d2", event="push", payload="{}")
+    assert process_delivery("d1", session_factory=factory, settings=settings,
+                            processor=processor) == "processed"
+    [rec] = records(factory)
+    assert (rec.test_id, rec.flaky_runs, rec.issue_number) == (T, 3, None)
+
+    def broken(*_a: Any, **_k: Any) -> None:
+        raise RuntimeError("quarantine exploded")
+
+    monkeypatch.setattr(relay.quarantine, "evaluate", broken)
+    assert process_delivery("d2", session_factory=factory, settings=settings,
+                            processor=processor) == "processed"
+    assert "quarantine evaluation failed" in caplog.text
+    with factory() as s:
+        d2 = s.scalar(select(DeliveryRecord).where(DeliveryRecord.delivery_id == "d2"))
+        assert d2 is not None and (d2.status, d2.error) == ("processed", None)
+
+
+def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypatch,
+                                               live_server, tmp_path):
+    from typer.testing import CliRunner
+
+    from relay.app import create_app
+    from relay.cli import app as cli_app
+
+    fake, client = github
+    Runs(factory, datetime.now(timezone.utc)).flaky_at(5, 3, 1, test="recent")  # CLI: real clock
+    monkeypatch.setenv("RELAY_DATABASE_URL", db_url)
+    monkeypatch.setenv("RELAY_GITHUB_API_URL", str(client._http.base_url))
+    monkeypatch.setenv("RELAY_QUARANTINE_REPO", REPO)
+    result = CliRunner().invoke(cli_app, ["quarantine", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [p["test_id"] for p in report["disabled"]] == ["recent"]
+    assert report["disabled"][0]["issue_url"] == f"https://github.com/{REPO}/issues/1"
+    again = CliRunner().invoke(cli_app, ["quarantine"])
+    assert again.exit_code == 0 and again.stdout == "" and "no new proposals" in again.stderr
+    monkeypatch.setenv("RELAY_QUARANTINE_FLAKY_RUNS", "-1")
+    bad = CliRunner().invoke(cli_app, ["quarantine"])
+    assert bad.exit_code == 2 and "RELAY_QUARANTINE_FLAKY_RUNS" in bad.stderr
+    monkeypatch.delenv("RELAY_QUARANTINE_FLAKY_RUNS")
+
+    settings = Settings(webhook_secret="a-real-secret-0123456789", database_url=db_url,
+                        state_dir=tmp_path)
+    url = live_server(create_app(settings, processor=lambda d, s: None, report=False)).url
+    [row] = httpx.get(url + "/api/v1/quarantine").json()["quarantine"]
+    assert (row["test_id"], row["state"], row["issue_number"]) == ("recent", "disabled", 1)
+    flaky = {f["test_id"]: f for f in httpx.get(url + "/api/v1/flaky").json()["flaky"]}
+    assert flaky["recent"]["quarantine"]["issue_url"] == row["issue_url"]
