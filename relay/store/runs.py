@@ -7,10 +7,8 @@ verdicts) and ``relay.store.culprits.save_culprit``; ``load_run`` and ``list_run
 back: ``environments``, ``verdicts`` (``load_run``, and ``list_runs(with_results=True)``),
 ``verdict_counts`` (always), ``culprit`` and ``baseline_run``.
 
-``baseline_run`` has no column: it is derived — the ``baseline`` run computed for this run
-(head = this run's base, title ``baseline for <head>``, started while this run ran), else the
-newest run on the same backend whose head is this run's base, executed in the base environment,
-started before this run (what ``relay.regression.baseline`` reuses).
+``baseline_run`` is stored with the run: the stored run whose base results it was compared
+with (the one computed for it, else the first reused).
 """
 
 from __future__ import annotations
@@ -51,6 +49,7 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     record.title = run.title
     record.trigger = run.trigger
     record.ref = run.ref
+    record.baseline_run = run.baseline_run
     record.delivery_id = run.delivery_id
     record.started_at = run.started_at
     record.finished_at = run.finished_at
@@ -100,24 +99,6 @@ def _verdict_counts(session: Session, run_ids: Sequence[str]) -> dict[str, dict[
     return out
 
 
-def _baseline_run(session: Session, record: RunRecord, base_env: str) -> str | None:
-    """The derived ``baseline_run`` (see the module docstring)."""
-    on_base = (select(RunRecord.id)
-               .join(RunEnvironmentRecord, RunEnvironmentRecord.run_id == RunRecord.id)
-               .where(RunRecord.head == record.base, RunRecord.backend == record.backend,
-                      RunRecord.id != record.id, RunEnvironmentRecord.role == "head",
-                      RunEnvironmentRecord.name == base_env))
-    computed = session.scalar(
-        on_base.where(RunRecord.trigger == "baseline", RunRecord.title == f"baseline for {record.head}",
-                      RunRecord.started_at >= record.started_at,
-                      RunRecord.started_at <= record.finished_at)
-        .order_by(RunRecord.started_at).limit(1))
-    if computed is not None:
-        return computed
-    return session.scalar(on_base.where(RunRecord.started_at < record.started_at)
-                          .order_by(RunRecord.started_at.desc()).limit(1))
-
-
 def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | None = None) -> Run:
     results = [
         TestResult(id=r.test_id, upstream=r.upstream, op=r.op, module=r.module, dtype=r.dtype,
@@ -128,7 +109,7 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
     return Run(
         id=record.id, backend=record.backend, upstream=record.upstream, base=record.base,
         head=record.head, title=record.title, trigger=record.trigger,  # type: ignore[arg-type]
-        ref=record.ref,
+        ref=record.ref, baseline_run=record.baseline_run,
         delivery_id=record.delivery_id, started_at=_utc(record.started_at),
         finished_at=_utc(record.finished_at), universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]
@@ -149,9 +130,6 @@ def _regression(session: Session, records: Sequence[RunRecord], *,
         extra: dict[str, Any] = {}
         if r.id in envs:
             extra["environments"] = envs[r.id]
-            base = envs[r.id].get("base")
-            if base is not None:
-                extra["baseline_run"] = _baseline_run(session, r, str(base["name"]))
         if r.id in counts:
             extra["verdict_counts"] = counts[r.id]
             if with_verdicts:

@@ -69,6 +69,7 @@ class RunRecord(Base):
     title: Mapped[str] = mapped_column(Text, default="")
     trigger: Mapped[str] = mapped_column(String(20))
     ref: Mapped[str | None] = mapped_column(String(255))
+    baseline_run: Mapped[str | None] = mapped_column(String(100))
     delivery_id: Mapped[str | None] = mapped_column(String(100), index=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -92,7 +93,7 @@ class TestResultRecord(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
-    test_id: Mapped[str] = mapped_column(String(500))
+    test_id: Mapped[str] = mapped_column(String(500), index=True)
     upstream: Mapped[str] = mapped_column(String(500))
     op: Mapped[str | None] = mapped_column(String(200))
     module: Mapped[str | None] = mapped_column(String(200))

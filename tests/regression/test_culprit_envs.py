@@ -154,7 +154,7 @@ def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
     envs = {"head": {"name": f"current+faults={FAULT}", "faults": FAULT},
             "base": {"name": "current", "faults": None}}
     run = make_run("run-1", outcomes=("passed", "failed"), verdicts=verdicts, environments=envs,
-                   culprit=_culprit(bad), ref="refs/heads/main")
+                   culprit=_culprit(bad), ref="refs/heads/main", baseline_run="base-1")
     base_run = make_run("base-1", minutes=-5, head=run.base, trigger="replay")
     with make_session_factory(engine)() as s:
         save_run(s, base_run)
@@ -167,7 +167,7 @@ def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
         assert loaded.verdicts == verdicts and loaded.ref == "refs/heads/main"
         assert loaded.verdict_counts["NEW"] == 1 and loaded.verdict_counts["OK"] == 1
         assert loaded.environments["head"]["faults"] == FAULT
-        assert loaded.baseline_run == "base-1"  # the newest run on the base, in the base env
+        assert loaded.baseline_run == "base-1"  # stored with the run
         assert runs_blaming(s, bad[:9]) == ["run-1"] and runs_blaming(s, "3" * 40) == []
         listed = {r.id: r for r in list_runs(s)}
         assert listed["run-1"].verdicts == [] and listed["run-1"].verdict_counts["NEW"] == 1
