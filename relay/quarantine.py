@@ -18,6 +18,10 @@ Rules (PyTorch HUD's disable-flaky-tests bot, thresholds from ``Settings``):
   ``quarantine_reenable_days`` (7 d) moves to ``reenable_proposed``, and its issue gets one
   comment proposing to close it (found again by a hidden marker, so never posted twice).
 
+* **release** — as in PyTorch, closing the ``DISABLED`` issue ends the quarantine: a row whose
+  issue GitHub reports ``closed`` is deleted (listed in ``report.released``), so the test counts
+  as NEW again when it fails, and a later flaky streak files a new issue.
+
 The row is claimed (UNIQUE test id, committed) before the issue is filed, so two evaluations
 racing on one test file one issue; a row whose issue could not be filed (GitHub down) is retried
 by later evaluations once ``RETRY_AFTER`` has passed since it was claimed.  GitHub errors are
@@ -94,6 +98,7 @@ class QuarantineReport(BaseModel):
     repo: str | None
     disabled: list[Proposal] = Field(default_factory=list)
     reenabled: list[Proposal] = Field(default_factory=list)
+    released: list[str] = Field(default_factory=list)  # tests whose DISABLED issue was closed
     quarantined: int = 0  # rows in the quarantine table after this evaluation
     errors: list[str] = Field(default_factory=list)
 
@@ -218,6 +223,27 @@ def _reenable(session: Session, settings: Settings, github: Callable[[], GitHubC
     return proposals
 
 
+def _release_closed(session: Session, github: Callable[[], GitHubClient],
+                    errors: list[str]) -> list[str]:
+    """Delete the rows whose issue is closed on GitHub; the released test ids."""
+    released: list[str] = []
+    for record in load_quarantine(session):
+        if not record.issue_repo or record.issue_number is None:
+            continue
+        try:
+            issue = github().get_issue(record.issue_repo, record.issue_number)
+        except GitHubAPIError as exc:
+            errors.append(f"reading {record.issue_repo}#{record.issue_number}: {exc}")
+            continue
+        if issue.get("state") == "closed":
+            session.delete(record)
+            session.commit()
+            released.append(record.test_id)
+            log.info("quarantine: %s released (%s#%s closed)", record.test_id,
+                     record.issue_repo, record.issue_number)
+    return released
+
+
 def _proposal(action: str, record: QuarantineRecord, *, adopted: bool = False,
               days: float = 0.0) -> Proposal:
     reason = record.reason if action == "disable" else (
@@ -248,6 +274,7 @@ def evaluate(session: Session, settings: Settings, github: GitHubClient | None =
 
     errors: list[str] = []
     try:
+        released = _release_closed(session, client, errors)
         disabled = _disable(session, settings, client, now, errors)
         _retry_issues(session, settings, client, now, errors)
         reenabled = _reenable(session, settings, client, now, errors)
@@ -260,7 +287,8 @@ def evaluate(session: Session, settings: Settings, github: GitHubClient | None =
         window_h=settings.quarantine_window_h, flaky_runs_threshold=settings.quarantine_flaky_runs,
         reenable_greens=settings.quarantine_reenable_greens,
         reenable_days=settings.quarantine_reenable_days, repo=settings.quarantine_repo,
-        disabled=disabled, reenabled=reenabled, quarantined=total, errors=errors)
+        disabled=disabled, reenabled=reenabled, released=released, quarantined=total,
+        errors=errors)
 
 
 def evaluate_safely(session_factory: Callable[[], Session], settings: Settings

@@ -252,6 +252,11 @@ class GitHubClient:
                     return item
         return None
 
+    def get_issue(self, repo: str, number: int) -> dict[str, Any]:
+        """``GET /repos/{repo}/issues/{number}``: the issue (``state`` ``open``|``closed``);
+        raises ``GitHubAPIError`` (404 for an unknown or transferred issue)."""
+        return self.get(f"/repos/{repo}/issues/{number}").json()
+
     def create_issue(self, repo: str, title: str, body: str = "",
                      labels: Sequence[str] = ()) -> dict[str, Any]:
         """``POST /repos/{repo}/issues`` with ``title``, ``body`` (and ``labels`` when given);

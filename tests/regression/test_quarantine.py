@@ -394,3 +394,25 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
     assert (row["test_id"], row["state"], row["issue_number"]) == ("recent", "disabled", 1)
     flaky = {f["test_id"]: f for f in httpx.get(url + "/api/v1/flaky").json()["flaky"]}
     assert flaky["recent"]["quarantine"]["issue_url"] == row["issue_url"]
+
+
+def test_closing_the_disabled_issue_releases_the_test(db_url, factory, github):
+    fake, client = github
+    runs = Runs(factory)
+    runs.flaky_at(5, 3, 1)
+    settings = settings_for(db_url, str(client._http.base_url))
+    with factory() as s:
+        first = evaluate(s, settings, client, now=NOW)
+    [p] = first.disabled
+    with factory() as s:
+        assert evaluate(s, settings, client, now=NOW).released == []  # still open: kept
+    fake.issues[REPO][0]["state"] = "closed"  # a maintainer closes DISABLED <test id>
+    with factory() as s:
+        report = evaluate(s, settings, client, now=NOW + timedelta(hours=7))
+    assert report.released == [T] and report.quarantined == 0 and records(factory) == []
+    runs.flaky_at(-8, -9, -10)  # flaky again later: a new issue is filed
+    with factory() as s:
+        again = evaluate(s, settings, client, now=NOW + timedelta(hours=11))
+    assert [q.test_id for q in again.disabled] == [T]
+    assert again.disabled[0].issue_number != p.issue_number
+    assert [i["state"] for i in fake.issues[REPO]] == ["closed", "open"]
