@@ -6,7 +6,6 @@ PostgreSQL URL: ``RELAY_TEST_POSTGRES_URL`` (default
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 

@@ -1,0 +1,23 @@
+"""The ``relay`` command line (design §3): serve, replay, select, changes, specs check,
+quarantine, catch-up, worker, db upgrade.
+
+The commands live in ``relay.cli.run`` (pipeline) and ``relay.cli.service`` (service); this
+module assembles them into one Typer ``app`` (the ``relay`` console script).
+
+Human output (tables, progress) goes to stderr; ``--json`` output alone goes to stdout.  Bad
+input ends with a one-line message naming the file (and line where known) and exit code 2;
+never a traceback.
+"""
+
+
+from __future__ import annotations
+
+from relay.cli import run as _run  # noqa: F401 - registers the pipeline commands
+from relay.cli import service as _service  # noqa: F401 - registers the service commands
+from relay.cli.common import app, fail
+
+__all__ = ["app", "fail", "main"]
+
+
+def main() -> None:  # pragma: no cover - console script entry
+    app()

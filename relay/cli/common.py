@@ -1,0 +1,40 @@
+"""Shared pieces of the ``relay`` command line: the Typer apps, the stderr console and the
+one way bad input ends (``fail``: a one-line message, exit code 2, never a traceback)."""
+
+from __future__ import annotations
+
+import warnings
+
+import typer
+from rich.console import Console
+
+__all__ = ["app", "specs_app", "db_app", "err", "fail", "settings_or_fail"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Cross-repository CI relay and regression service for PyTorch backends.")
+specs_app = typer.Typer(no_args_is_help=True, help="Validate test specs.")
+app.add_typer(specs_app, name="specs")
+db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
+app.add_typer(db_app, name="db")
+err = Console(stderr=True)
+# Import-time deprecation notices and sample-level numeric warnings of torch's test machinery are
+# noise in a CLI's output; warnings of our own code still show.
+warnings.filterwarnings("ignore", module=r"torch(\.|$)")
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``message`` to stderr and exit with ``code`` (2 = bad input)."""
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def settings_or_fail():
+    from pydantic import ValidationError
+
+    from relay.settings import get_settings
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        fail(f"configuration: RELAY_{str(first['loc'][0]).upper()}: {first['msg']}")
