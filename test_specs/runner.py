@@ -28,6 +28,7 @@ Durations are milliseconds.  Raises ``ValueError`` for duplicate ids; nothing fo
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -45,6 +46,26 @@ from test_specs.results import TestResult
 #: Extra seconds past ``timeout_s`` before the runner kills a test pytest-timeout did not stop.
 HANG_GRACE_S = 30.0
 _POLL_S = 0.1
+
+#: pytest processes started by this process and still running: killed when it exits, so a relay
+#: stopped in the middle of a run (SIGTERM, then its shutdown grace) leaves no orphan test
+#: process behind; the abandoned delivery is run again by restart recovery.
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_live_processes() -> int:
+    """Kill every pytest process this process started that is still running; how many.
+    Registered with ``atexit``; a SIGKILL'd parent cannot run it (the children then finish on
+    their own, bounded by ``timeout_s`` per test)."""
+    with _LIVE_LOCK:
+        live = [p for p in _LIVE if p.poll() is None]
+    for proc in live:
+        proc.kill()
+    return len(live)
+
+
+atexit.register(kill_live_processes)
 
 
 def _meta_from_id(item_id: str) -> dict[str, Any]:
@@ -232,6 +253,8 @@ def _run_shard(item_ids: list[str], specs: list[str], workdir: Path, device: str
         log_path = workdir / ("pytest.log" if attempt == 0 else f"pytest.restart{attempt}.log")
         with log_path.open("wb") as log:
             proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
             running: tuple[str, float] | None = None
             started_any, killed_hang = False, None
             while True:
@@ -253,6 +276,8 @@ def _run_shard(item_ids: list[str], specs: list[str], workdir: Path, device: str
                     killed_hang = running[0]
                     proc.kill()
                 time.sleep(_POLL_S)
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
         rc = proc.returncode
         for item_id, j in parse_junit(junit).items():
             if item_id in remaining and item_id not in results and item_id != (running or ("",))[0]:

@@ -105,3 +105,32 @@ def test_generate_maps_measured_outcomes_to_justified_modes() -> None:
     tests = doc["test_suite_config"]["files"][0]["tests"]
     assert tests[0]["edits"]["ops"]["include"] == [{"name": "softmax", "exact": True}]
     assert tests[1]["mode"] == "xfail" and tests[1]["edits"]["dtypes"]["exclude"] == [{"name": "bfloat16"}, {"name": "float32"}]
+
+
+
+def test_pytest_processes_do_not_outlive_the_runner_process(fixtures: Path, fault_templates: str,
+                                                            tmp_path: Path) -> None:
+    """A process that exits in the middle of a run (``relay serve`` after SIGTERM and its
+    shutdown grace) takes its pytest subprocess with it instead of leaving it running."""
+    import subprocess
+    import sys
+    import time
+
+    work = tmp_path / "w"
+    hang = f"{TINY}::TestFault::test_hang[mul-float32]"
+    script = f"""
+import pathlib, threading, time
+from test_specs.runner import run_items
+work = pathlib.Path({str(work)!r})
+threading.Thread(target=run_items, daemon=True, args=([{hang!r}], [{str(fixtures / "tiny_spec.yaml")!r}]),
+                 kwargs=dict(workdir=work, device="cpu", timeout_s=600, reruns=0,
+                             env={{"SPYRE_SPEC_TEMPLATES": {fault_templates!r}}})).start()
+while not list(work.rglob("pytest.log")):
+    time.sleep(0.1)
+time.sleep(2)  # pytest is running the hanging test; now leave as a server does
+"""
+    subprocess.run([sys.executable, "-c", script], timeout=120, check=True)
+    deadline = time.monotonic() + 5
+    while (left := subprocess.run(["pgrep", "-f", str(work)], capture_output=True, text=True).stdout.strip()):
+        assert time.monotonic() < deadline, f"pytest outlived the runner process: {left}"
+        time.sleep(0.1)
