@@ -128,6 +128,9 @@ class GitFaultsResolver:
         listed = self._git("ls-tree", "--full-tree", commit, "--", self.path)
         if listed.returncode != 0 or not listed.stdout.strip():
             return None
+        kind = listed.stdout.split()[1]  # "<mode> <type> <object>\t<path>"
+        if kind != "blob":
+            raise CommitEnvError(f"commit {sha}: {self.path} is a {kind}, not a file")
         shown = self._git("cat-file", "-p", f"{commit}:{self.path}")
         if shown.returncode != 0:
             raise CommitEnvError(f"commit {sha}: cannot read {self.path}: {shown.stderr.strip()}")

@@ -147,7 +147,8 @@ def spec_files(paths: Sequence[Path]) -> list[Path]:
     """``--spec`` arguments as spec files, in order: a file as given, a directory as
     ``spec_files_in`` (duplicates dropped).
 
-    Raises ``InputError`` for a path that does not exist or a directory without spec files.
+    Raises ``InputError`` for a path that does not exist, is not a regular file or directory
+    (``/dev/null``), or is a directory without spec files.
     """
     out: list[Path] = []
     for p in paths:
@@ -155,8 +156,10 @@ def spec_files(paths: Sequence[Path]) -> list[Path]:
             found = spec_files_in(p)
             if not found:
                 raise InputError(f"{p}: a directory with no spec files (*.yaml, *.yml) in it")
-        elif p.exists():
+        elif p.is_file():
             found = [p]
+        elif p.exists():
+            raise InputError(f"{p}: not a spec file (not a regular file or directory)")
         else:
             raise InputError(f"{p}: no such spec file or directory")
         out += [f for f in found if f not in out]

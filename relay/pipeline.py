@@ -157,7 +157,7 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     environment that cannot be built; a failed dashboard post is logged and returned in
     ``report_error`` (the run is already stored).
     """
-    from relay.store.db import create_schema, make_engine, make_session_factory
+    from relay.store.db import create_schema, make_engine, make_session_factory, retry_locked
     from relay.store.runs import save_run
 
     progress = progress or Progress()
@@ -226,8 +226,13 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     engine = make_engine(settings.database_url)
     try:
         create_schema(engine)
-        with make_session_factory(engine)() as session:
-            save_run(session, run)
+        factory = make_session_factory(engine)
+
+        def store() -> None:
+            with factory() as session:
+                save_run(session, run)
+
+        retry_locked(store)  # minutes of tests are not thrown away for a busy database
     finally:
         engine.dispose()
     if run.environments:

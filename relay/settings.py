@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from relay.errors import ConfigError
@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     oidc_jwks_url: str | None = None
     oidc_issuer: str = "https://token.actions.githubusercontent.com"
     oidc_audience: str = "spyre-relay"
-    callback_rate_per_min: int = 100
+    callback_rate_per_min: int = Field(100, ge=1)
     job_timeout_s: float = 6 * 3600.0
     sweep_interval_s: float = 60.0
     outbox_poll_s: float = 1.0
@@ -88,13 +88,13 @@ class Settings(BaseSettings):
     # flaky-test quarantine (relay.quarantine; PyTorch HUD's disable / re-enable flow)
     quarantine_repo: str | None = None  # org/repo for DISABLED issues; unset = records only
     quarantine_main_ref: str = "refs/heads/main"
-    quarantine_window_h: float = 6.0
-    quarantine_flaky_runs: int = 2  # flaky in MORE than this many main-branch runs → disable
-    quarantine_reenable_greens: int = 150
-    quarantine_reenable_days: float = 7.0
+    quarantine_window_h: float = Field(6.0, gt=0, le=24 * 90)  # at most 90 days
+    quarantine_flaky_runs: int = Field(2, ge=0, le=10_000)  # flaky in MORE than this many runs
+    quarantine_reenable_greens: int = Field(150, gt=0, le=1_000_000)
+    quarantine_reenable_days: float = Field(7.0, ge=0, le=3650)
     # webhook catch-up (relay.catchup): the id of the UPSTREAM_REPO webhook pointing at this
     # relay; set, `relay serve` redelivers at startup what GitHub failed to deliver meanwhile
-    catchup_hook_id: int | None = None
+    catchup_hook_id: int | None = Field(None, ge=1)
 
     @field_validator("quarantine_repo")
     @classmethod
@@ -106,14 +106,17 @@ class Settings(BaseSettings):
             raise ValueError("must be owner/repo")
         return v.strip()
 
-    @field_validator("quarantine_window_h", "quarantine_flaky_runs", "quarantine_reenable_greens",
-                     "quarantine_reenable_days")
+    @field_validator("rate_limit_storage")
     @classmethod
-    def _quarantine_thresholds(cls, v: float, info: ValidationInfo) -> float:
-        floor_ok = v >= 0 if info.field_name in ("quarantine_flaky_runs",
-                                                 "quarantine_reenable_days") else v > 0
-        if not floor_ok:
-            raise ValueError("must not be negative" if v < 0 else "must be greater than 0")
+    def _limits_scheme(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from limits.storage import SCHEMES  # what the limits library can store counts in
+
+        scheme = v.split("://", 1)[0] if "://" in v else ""
+        if scheme not in SCHEMES or scheme.startswith("async+"):
+            raise ValueError(f"unknown storage {v.split('@')[-1]!r}; use memory:// or "
+                             "redis://host:port/db (the limits library's URIs)")
         return v
 
     @field_validator("webhook_secret")

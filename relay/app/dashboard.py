@@ -37,7 +37,7 @@ from relay.store.runs import load_runs
 __all__ = ["router", "job_json", "backend_readiness"]
 
 router = APIRouter(prefix="/api/v1")
-_SHA = re.compile(r"[0-9a-fA-F]{7,40}")
+_SHA = re.compile(r"[0-9a-fA-F]{7,64}")  # SHA-1 (40) or SHA-256 (64) object names
 #: what run listings leave out (the full lists are on ``/runs/{id}``)
 LISTED = {"results", "verdicts"}
 
@@ -70,7 +70,7 @@ def job_json(job: Any, dispatch: Any) -> dict[str, Any]:
 @router.get("/commits/{sha}")
 def commit(sha: str, session: SessionDep) -> dict[str, Any]:
     if not _SHA.fullmatch(sha):
-        raise HTTPException(400, "sha must be 7 to 40 hex characters")
+        raise HTTPException(400, "sha must be 7 to 64 hex characters")
     """Runs on the commit (head or base), runs that blamed it as their culprit, downstream jobs."""
     sha = sha.lower()
     runs = [r.model_dump(mode="json", exclude=LISTED)

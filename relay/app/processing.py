@@ -46,6 +46,8 @@ from relay.github.webhooks import (
 from relay.models import Run
 from relay.settings import Settings
 from relay.store import claim_delivery, load_delivery, mark_delivery, save_run
+from relay.store.db import retry_locked
+from relay.store.runs import run_for_delivery
 from selection.models import ChangeSet
 
 __all__ = ["Processor", "default_processor", "process_delivery", "on_pull_request", "on_push",
@@ -184,23 +186,31 @@ def process_delivery(
             log.exception("fan-out of delivery %s failed", delivery_id)
             fanout_error = f"fan-out: {type(exc).__name__}: {exc}"[:5_000]
     try:
-        run = processor(delivery, settings)
+        with session_factory() as session:
+            run = run_for_delivery(session, delivery_id)  # stored before an interruption
         if run is not None:
-            with session_factory() as session:
-                save_run(session, run, commit=False)
-                if report is not None:
-                    report(session, run, delivery)
-                session.commit()
-            if run.trigger == "webhook":  # HUD-style flaky quarantine; logs, never raises
-                from relay.quarantine import evaluate_safely
-
-                evaluate_safely(session_factory, settings)
+            log.info("delivery %s: finishing with its stored run %s", delivery_id, run.id)
+        else:
+            run = processor(delivery, settings)
         status, error = "processed", fanout_error
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
         log.exception("delivery %s failed", delivery_id)
         status, error = "failed", f"{type(exc).__name__}: {exc}"[:10_000]
-    with session_factory() as session:
-        mark_delivery(session, delivery_id, status, error)
+
+    def finish() -> None:
+        """The run, its report (outbox) and the delivery's final state in ONE transaction."""
+        with session_factory() as session:
+            if run is not None and status == "processed":
+                save_run(session, run, commit=False)
+                if report is not None:
+                    report(session, run, delivery)
+            mark_delivery(session, delivery_id, status, error)
+
+    retry_locked(finish)
+    if run is not None and status == "processed" and run.trigger == "webhook":
+        from relay.quarantine import evaluate_safely  # HUD-style; logs, never raises
+
+        evaluate_safely(session_factory, settings)
     if metrics is not None:
         from relay.app.metrics import event_label
 

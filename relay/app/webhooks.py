@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 WEBHOOK_BODY_CAP = 25 * 1024 * 1024  # bytes; GitHub caps webhook payloads at 25 MB
 WEBHOOK_PATH = "/webhooks/github"
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
+_HOOK_ID = re.compile(r"[0-9]{1,20}")
 
 
 async def _respond(send: Any, status: int, body: dict[str, Any]) -> None:
@@ -104,7 +105,13 @@ class WebhookIntake:
         if not isinstance(payload, dict):
             raise BodyRefused(400, "body must be a JSON object")
 
-        action = payload.get("action") if isinstance(payload.get("action"), str) else None
+        hook_id = headers.get("x-github-hook-id")
+        if hook_id is not None and not _HOOK_ID.fullmatch(hook_id):
+            raise BodyRefused(400, "invalid X-GitHub-Hook-ID header (GitHub sends a number)")
+        action = payload.get("action")
+        # GitHub's actions are short snake_case words; anything else is no action we handle
+        # (and must not reach a column: NUL bytes, 10 KB strings)
+        action = action if isinstance(action, str) and _NAME.fullmatch(action) else None
         if event == "ping":
             status = "processed"
         elif is_handled(event, action):
@@ -114,8 +121,8 @@ class WebhookIntake:
 
         try:
             inserted = await state.writer.insert(
-                delivery_id=delivery_id, event=event, action=(action or "")[:100] or None,
-                hook_id=headers.get("x-github-hook-id"), payload=text,
+                delivery_id=delivery_id, event=event, action=action,
+                hook_id=hook_id, payload=text,
                 status=status)
         except Exception as exc:  # noqa: BLE001 - not stored: GitHub must see a failure
             raise BodyRefused(503, f"delivery not stored: {type(exc).__name__}") from None

@@ -7,6 +7,7 @@ import warnings
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["app", "specs_app", "db_app", "err", "fail", "settings_or_fail"]
 
@@ -23,8 +24,9 @@ warnings.filterwarnings("ignore", module=r"torch(\.|$)")
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print ``message`` to stderr and exit with ``code`` (2 = bad input)."""
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    """Print ``message`` to stderr and exit with ``code`` (2 = bad input).  The message is
+    printed as text: brackets in test ids or paths are never read as rich markup."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 

@@ -223,12 +223,10 @@ def specs_check(
     strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any."""
-    from relay.inputs import spec_files_in
+    from relay.pipeline import default_specs
     from test_specs.loader import check_specs
 
-    targets: list[Path] = []
-    for p in paths or [Path(__file__).resolve().parent.parent / "test_specs" / "specs"]:
-        targets += spec_files_in(p) if p.is_dir() else [p]
+    targets = _spec_files(paths) if paths else default_specs()
     errors = check_specs(targets, strict=strict)
     for e in errors:
         typer.echo(e.format())

@@ -72,7 +72,9 @@ def quarantine(
     Exit status: 0, or 1 when a GitHub call failed (retried by the next evaluation), 2 for bad
     configuration or an unusable database.
     """
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
     from sqlalchemy.exc import SQLAlchemyError
 
     from relay.quarantine import evaluate
@@ -92,13 +94,15 @@ def quarantine(
     table = Table(title=f"quarantine at {report.evaluated_at:%Y-%m-%d %H:%M} UTC "
                         f"({report.quarantined} quarantined)")
     for column in ("proposal", "test", "why", "issue"):
-        table.add_column(column)
-    for p in report.disabled + report.reenabled:
-        table.add_row(p.action, p.test_id, p.reason,
-                      (p.issue_url or "-") + (" (adopted)" if p.issue_adopted else ""))
+        table.add_column(column, overflow="fold")
+    for p in report.disabled + report.reenabled:  # Text: test ids hold brackets ([op-dtype])
+        table.add_row(p.action, Text(p.test_id), Text(p.reason),
+                      Text((p.issue_url or "-") + (" (adopted)" if p.issue_adopted else "")))
+    for test_id in report.released:
+        table.add_row("released", Text(test_id), "its DISABLED issue was closed", "-")
     err.print(table if table.rows else "no new proposals")
     for line in report.errors:
-        err.print(f"[yellow]github:[/yellow] {line}", highlight=False)
+        err.print(f"[yellow]github:[/yellow] {escape(line)}", highlight=False)
     if json_out:
         sys.stdout.write(report.model_dump_json(indent=1) + "\n")
     if report.errors:
@@ -120,6 +124,7 @@ def catch_up_cmd(
     2 for bad input or configuration.
     """
     from rich.table import Table
+    from rich.text import Text
     from sqlalchemy.exc import SQLAlchemyError
 
     from relay.catchup import catch_up_from_settings, parse_since
@@ -152,7 +157,7 @@ def catch_up_cmd(
             table.add_row(outcome, f"{len(guids)}: " + ", ".join(guids[:5])
                           + (" …" if len(guids) > 5 else ""))
     for failure in report.failed:
-        table.add_row("[red]refused[/red]", f"{failure.guid}: {failure.error}")
+        table.add_row("[red]refused[/red]", Text(f"{failure.guid}: {failure.error}"))
     err.print(table if table.rows else "nothing missed")
     if json_out:
         sys.stdout.write(report.model_dump_json(indent=1) + "\n")

@@ -29,7 +29,7 @@ from sqlalchemy.pool import StaticPool
 from relay.store.tables import Base
 
 __all__ = ["make_engine", "make_session_factory", "create_schema", "ping", "alembic_config",
-           "table_modules", "TABLE_MODULES", "MIGRATIONS_DIR"]
+           "table_modules", "TABLE_MODULES", "MIGRATIONS_DIR", "retry_locked"]
 
 #: The Alembic script directory shipped inside the package.
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -125,3 +125,22 @@ def create_schema(engine: Engine) -> None:
 def ping(session: Session) -> None:
     """Run ``SELECT 1``; raises the driver's error when the database is unreachable."""
     session.execute(text("SELECT 1"))
+
+
+def _locked(exc: BaseException) -> bool:
+    from sqlalchemy.exc import OperationalError
+
+    text_ = str(exc).lower()
+    return isinstance(exc, OperationalError) and ("locked" in text_ or "busy" in text_)
+
+
+def retry_locked(fn: Any, *, attempts: int = 8, max_wait_s: float = 8.0) -> Any:
+    """``fn()``, called again while SQLite answers "database is locked" past its own 5 s
+    ``busy_timeout`` (another process — ``relay replay``, ``relay quarantine`` — holding the
+    write lock): up to ``attempts`` calls, waiting 0.5 s, 1 s, 2 s … (≤ ``max_wait_s``) between
+    them.  ``fn`` must open its own session (a failed transaction is rolled back with it).
+    Any other error, or the last "locked" one, is raised."""
+    from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+    return retry(retry=retry_if_exception(_locked), stop=stop_after_attempt(attempts),
+                 wait=wait_exponential(multiplier=0.5, max=max_wait_s), reraise=True)(fn)()

@@ -30,7 +30,7 @@ from relay.verdicts import VERDICTS
 from selection.models import StageStats
 from test_specs.results import TestResult
 
-__all__ = ["save_run", "load_run", "list_runs", "load_runs"]
+__all__ = ["save_run", "load_run", "list_runs", "load_runs", "run_for_delivery"]
 
 
 def _utc(value: datetime) -> datetime:
@@ -175,3 +175,12 @@ def load_runs(session: Session, run_ids: Sequence[str], *, with_results: bool = 
     ordered = [records[i] for i in dict.fromkeys(run_ids) if i in records]
     extra = _regression(session, ordered, with_verdicts=with_results)
     return [_to_run(r, with_results=with_results, extra=extra[r.id]) for r in ordered]
+
+
+def run_for_delivery(session: Session, delivery_id: str) -> Run | None:
+    """The run already stored for a webhook delivery (newest), or ``None``: a delivery
+    interrupted after its run was stored is finished with that run, not run twice."""
+    run_id = session.scalar(select(RunRecord.id).where(RunRecord.delivery_id == delivery_id,
+                                                       RunRecord.trigger == "webhook")
+                            .order_by(RunRecord.started_at.desc()).limit(1))
+    return load_run(session, run_id) if run_id is not None else None

@@ -86,3 +86,19 @@ def test_replay_runs_a_spec_directory(tmp_path: Path, op_db_spec, softmax_change
     run = json.loads(proc.stdout)
     assert run["universe"] == 2
     assert {r["id"]: r["outcome"] for r in run["results"]} == {"one::TestCommon::test_compare_cpu[softmax-float16]": "passed"}
+
+
+def test_specs_check_and_spec_files_refuse_what_is_not_a_spec(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from relay.cli import app
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="not a regular file"):
+        spec_files([Path("/dev/null")])
+    for target, why in ((empty, "no spec files"), (Path("/dev/null"), "not a spec file")):
+        result = CliRunner().invoke(app, ["specs", "check", str(target)])
+        assert result.exit_code == 2 and why in result.stderr
+    ok = CliRunner().invoke(app, ["specs", "check"])  # the bundled specs, from the package
+    assert ok.exit_code == 0 and "3 spec file(s) OK" in ok.stderr

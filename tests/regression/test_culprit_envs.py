@@ -43,6 +43,9 @@ def test_git_faults_resolver_refuses_unknown_commits_and_bad_faults(tmp_path: Pa
     bad = make_upstream(tmp_path / "bad", 1, bad=0, faults="aten::no_such_op:raise")
     with pytest.raises(CommitEnvError, match="no_such_op"):
         parse_commit_env(f"git-faults:{bad.path}").resolve(bad.commits[0])
+    directory = str(SOFTMAX).rsplit("/", 1)[0]  # a tree in every commit, not a file
+    with pytest.raises(CommitEnvError, match="is a tree, not a file"):
+        parse_commit_env(f"git-faults:{upstream.path}#{directory}").resolve(upstream.commits[0])
 
 
 def test_template_resolver_fills_the_sha() -> None:

@@ -371,15 +371,19 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
     from relay.cli import app as cli_app
 
     fake, client = github
-    Runs(factory, datetime.now(timezone.utc)).flaky_at(5, 3, 1, test="recent")  # CLI: real clock
+    runs = Runs(factory, datetime.now(timezone.utc))  # the CLI evaluates at the real clock
+    runs.flaky_at(5, 3, 1, test="recent")
+    odd = "spec::T::test_b[/foo]"  # brackets in an id are text, not rich markup
+    runs.flaky_at(5, 3, 1, test=odd)
     monkeypatch.setenv("RELAY_DATABASE_URL", db_url)
     monkeypatch.setenv("RELAY_GITHUB_API_URL", str(client._http.base_url))
     monkeypatch.setenv("RELAY_QUARANTINE_REPO", REPO)
     result = CliRunner().invoke(cli_app, ["quarantine", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert [p["test_id"] for p in report["disabled"]] == ["recent"]
+    assert [p["test_id"] for p in report["disabled"]] == ["recent", odd]
     assert report["disabled"][0]["issue_url"] == f"https://github.com/{REPO}/issues/1"
+    assert "test_b[" in result.stderr  # printed as text: no MarkupError, nothing dropped
     again = CliRunner().invoke(cli_app, ["quarantine"])
     assert again.exit_code == 0 and again.stdout == "" and "no new proposals" in again.stderr
     monkeypatch.setenv("RELAY_QUARANTINE_FLAKY_RUNS", "-1")
@@ -390,7 +394,7 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
     settings = Settings(webhook_secret="a-real-secret-0123456789", database_url=db_url,
                         state_dir=tmp_path)
     url = live_server(create_app(settings, processor=lambda d, s: None, report=False)).url
-    [row] = httpx.get(url + "/api/v1/quarantine").json()["quarantine"]
+    row, _ = httpx.get(url + "/api/v1/quarantine").json()["quarantine"]
     assert (row["test_id"], row["state"], row["issue_number"]) == ("recent", "disabled", 1)
     flaky = {f["test_id"]: f for f in httpx.get(url + "/api/v1/flaky").json()["flaky"]}
     assert flaky["recent"]["quarantine"]["issue_url"] == row["issue_url"]

@@ -62,3 +62,14 @@ def test_unreachable_storage_fails_open() -> None:
     limiter = RateLimiter(1, 60.0, "redis://127.0.0.1:9/0")
     limiter.check("acme/a")
     limiter.check("acme/a")  # no Redis: accepted (logged), never a lost result
+
+
+@pytest.mark.parametrize("uri", ["foo://x", "nonsense", "async+redis://r:6379"])
+def test_an_unknown_storage_is_a_configuration_error(uri: str) -> None:
+    from pydantic import ValidationError
+
+    from relay.settings import Settings
+
+    with pytest.raises(ValidationError, match="rate_limit_storage"):
+        Settings(rate_limit_storage=uri)
+    assert Settings(rate_limit_storage="redis://127.0.0.1:6379/0").rate_limit_storage

@@ -78,3 +78,27 @@ def test_intake_bug_after_commit_is_json_500_and_the_delivery_is_kept(relay: Rel
     assert resp.json() == {"detail": "internal server error"}
     again = relay.sender.send("pull_request", pull_request_payload(), delivery_id="kept-1")
     assert again.json()["status"] == "duplicate"  # stored: restart recovery will process it
+
+
+def test_odd_header_and_action_values_are_4xx_or_stored_safely_on_both_databases(
+        db_url: str, start_relay, recorder: Recorder, tmp_path) -> None:
+    """Permanently bad input must never be a retryable 503 (PostgreSQL rejects NUL and
+    over-long values that SQLite would take)."""
+    from relay.settings import Settings
+    from relay.store import get_delivery
+    from tests.service.conftest import SECRET as secret
+
+    relay = start_relay(Settings(webhook_secret=secret, database_url=db_url, state_dir=tmp_path),
+                        processor=recorder, report=False)
+    long_hook = relay.sender.send("pull_request", pull_request_payload(), delivery_id="h-1",
+                                  headers={"X-GitHub-Hook-ID": "9" * 101})
+    assert long_hook.status_code == 400 and "X-GitHub-Hook-ID" in long_hook.json()["detail"]
+    nul = relay.sender.send("pull_request", {**pull_request_payload(), "action": "op\u0000ened"},
+                            delivery_id="nul-1")
+    huge = relay.sender.send("pull_request", {**pull_request_payload(), "action": "x" * 10_000},
+                             delivery_id="huge-1")
+    assert (nul.status_code, huge.status_code) == (200, 200)  # no action we handle: ignored
+    with relay.app.state.session_factory() as s:
+        for d in ("nul-1", "huge-1"):
+            row = get_delivery(s, d)
+            assert row.status == "ignored" and row.action is None

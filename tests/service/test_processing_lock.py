@@ -1,0 +1,85 @@
+"""A delivery is finished exactly once even when the SQLite file is locked by another process
+(``relay replay``, ``relay quarantine``) longer than SQLite's own busy timeout."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from relay.app.processing import process_delivery
+from relay.settings import Settings
+from relay.store import (
+    claim_delivery,
+    create_schema,
+    get_delivery,
+    insert_delivery,
+    make_engine,
+    make_session_factory,
+    reset_stale_processing,
+    save_run,
+)
+from relay.store.tables import RunRecord
+from tests.fakes.github import pull_request_payload
+from tests.fakes.runs import make_run
+
+
+def _setup(tmp_path: Path):
+    db = tmp_path / "relay.db"
+    engine = make_engine(f"sqlite:///{db}")
+    create_schema(engine)
+    factory = make_session_factory(engine)
+    with factory() as s:
+        insert_delivery(s, delivery_id="d-1", event="pull_request", action="opened",
+                        payload=json.dumps(pull_request_payload()))
+    return db, engine, factory
+
+
+def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failing(tmp_path: Path) -> None:
+    db, engine, factory = _setup(tmp_path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:  # another process's long write transaction
+        conn = sqlite3.connect(db, timeout=30)
+        conn.execute("BEGIN EXCLUSIVE")
+        held.set()
+        release.wait(30)
+        conn.rollback()
+        conn.close()
+
+    def processor(delivery, settings):
+        threading.Thread(target=hold_lock, daemon=True).start()
+        held.wait(10)
+        threading.Timer(7.0, release.set).start()  # past SQLite's 5 s busy_timeout
+        return make_run("run-d1", delivery_id=delivery.id, trigger="webhook")
+
+    started = time.monotonic()
+    status = process_delivery("d-1", session_factory=factory, settings=Settings(), processor=processor)
+    assert status == "processed" and time.monotonic() - started >= 7.0
+    with factory() as s:
+        assert get_delivery(s, "d-1").status == "processed"
+        assert s.query(RunRecord).count() == 1
+    engine.dispose()
+
+
+def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(tmp_path: Path) -> None:
+    _db, engine, factory = _setup(tmp_path)
+    with factory() as s:
+        assert claim_delivery(s, "d-1")  # processing when the relay died...
+        save_run(s, make_run("run-d1", delivery_id="d-1", trigger="webhook"))  # ...its run stored
+        assert reset_stale_processing(s) == 1  # restart recovery
+    calls: list[str] = []
+
+    def processor(delivery, settings):
+        calls.append(delivery.id)
+        return make_run("run-again", delivery_id=delivery.id, trigger="webhook")
+
+    assert process_delivery("d-1", session_factory=factory, settings=Settings(),
+                            processor=processor) == "processed"
+    assert calls == []
+    with factory() as s:
+        assert [r.id for r in s.query(RunRecord)] == ["run-d1"]
+        assert get_delivery(s, "d-1").status == "processed"
+    engine.dispose()
