@@ -153,10 +153,12 @@ class GitHubError(RelayError):
 
 
 class GitHubAPIError(GitHubError):
-    """GitHub answered with a non-2xx status (after retries for 5xx/429)."""
+    """GitHub answered with a non-2xx status (after retries for 5xx/429); ``status_code`` 0
+    means no answer at all (connection refused, DNS, timeout)."""
 
     def __init__(self, status_code: int, url: str, message: str = "") -> None:
-        super().__init__(f"GitHub API {status_code} for {url}: {message[:200]}")
+        what = f"GitHub API {status_code}" if status_code else "GitHub API unreachable"
+        super().__init__(f"{what} for {url}: {message[:200]}")
         self.status_code = status_code
         self.url = url
 

@@ -9,6 +9,8 @@
                                    "blamed_in": [the same, for runs whose culprit is this
                                    commit], "jobs": [job]}`` for a full sha or a ≥ 7 hex-char
                                    prefix; 400 otherwise
+``GET /deliveries?status=S``       ``{"deliveries": [{delivery_id, event, action, status, error,
+                                   received_at, processed_at}]}``, newest first (no payloads)
 ``GET /tests/history?test=ID``     ``{"test", "history": [{run_id, head, outcome, ...}]}``
 ``GET /flaky``                     ``{"flaky": [{test_id, upstream, flaky_runs, last_seen,
                                    quarantine}]}``; ``quarantine`` is null or the test's row
@@ -30,6 +32,7 @@ from relay.app.deps import SessionDep
 from relay.app.readiness import readiness
 from relay.errors import RunNotFound
 from relay.store import list_runs, load_run
+from relay.store.deliveries import recent_deliveries
 from relay.store.culprits import runs_blaming
 from relay.store.history import flaky_tests, jobs_for_commit, runs_for_commit, test_history
 from relay.store.runs import load_runs
@@ -37,7 +40,7 @@ from relay.store.runs import load_runs
 __all__ = ["router", "job_json", "backend_readiness"]
 
 router = APIRouter(prefix="/api/v1")
-_SHA = re.compile(r"[0-9a-fA-F]{7,64}")  # SHA-1 (40) or SHA-256 (64) object names
+SHA = re.compile(r"[0-9a-fA-F]{7,64}")  # SHA-1 (40) or SHA-256 (64) object names
 #: what run listings leave out (the full lists are on ``/runs/{id}``)
 LISTED = {"results", "verdicts"}
 
@@ -69,7 +72,7 @@ def job_json(job: Any, dispatch: Any) -> dict[str, Any]:
 
 @router.get("/commits/{sha}")
 def commit(sha: str, session: SessionDep) -> dict[str, Any]:
-    if not _SHA.fullmatch(sha):
+    if not SHA.fullmatch(sha):
         raise HTTPException(400, "sha must be 7 to 64 hex characters")
     """Runs on the commit (head or base), runs that blamed it as their culprit, downstream jobs."""
     sha = sha.lower()
@@ -79,6 +82,15 @@ def commit(sha: str, session: SessionDep) -> dict[str, Any]:
               for r in load_runs(session, runs_blaming(session, sha))]
     jobs = [job_json(j, d) for j, d in jobs_for_commit(session, sha)]
     return {"sha": sha, "runs": runs, "blamed_in": blamed, "jobs": jobs}
+
+
+@router.get("/deliveries")
+def deliveries(session: SessionDep, status: str | None = Query(None, pattern="^(received|processing|processed|ignored|failed)$"),
+               limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+    """``{"deliveries": [...]}``: the newest webhook deliveries (optionally of one ``status``)
+    with their processing ``error`` — where a delivery that failed (GitHub unreachable, bad
+    payload) shows up; no payloads."""
+    return {"deliveries": recent_deliveries(session, status, limit)}
 
 
 @router.get("/tests/history")

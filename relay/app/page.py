@@ -17,6 +17,8 @@ from relay.app.dashboard import backend_readiness, job_json
 from relay.app.deps import SessionDep
 from relay.store import list_runs
 from relay.store.history import flaky_tests, notable_verdicts
+from relay.app.dashboard import SHA
+from relay.store.deliveries import recent_deliveries
 from relay.store.tables import DispatchRecord, JobRecord
 
 __all__ = ["router"]
@@ -24,6 +26,9 @@ __all__ = ["router"]
 router = APIRouter()
 _env = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
                    autoescape=select_autoescape(["html"]))
+# a run's head is a commit (linked to its page, as /api/v1/commits/{sha} accepts) or a label
+# such as a version or a change-set file's "pr-head" (shown, not linked)
+_env.tests["match_sha"] = lambda value: bool(SHA.fullmatch(str(value)))
 
 
 def _fmt_ms(value: float | None) -> str:
@@ -51,5 +56,6 @@ def index(request: Request, session: SessionDep) -> HTMLResponse:
     html = _env.get_template("index.html").render(
         runs=runs, notable=notable_verdicts(session, [r.id for r in runs if r.verdict_counts]),
         readiness=ready, jobs=[job_json(j, d) for j, d in rows],
-        flaky=flaky_tests(session, 50), upstream=state.settings.upstream_repo)
+        flaky=flaky_tests(session, 50), upstream=state.settings.upstream_repo,
+        failed=recent_deliveries(session, "failed", 20))
     return HTMLResponse(html)

@@ -191,6 +191,7 @@ def process_delivery(
         if run is not None:
             log.info("delivery %s: finishing with its stored run %s", delivery_id, run.id)
         else:
+            log.info("delivery %s (%s): processing", delivery_id, delivery.event)
             run = processor(delivery, settings)
         status, error = "processed", fanout_error
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
@@ -207,6 +208,9 @@ def process_delivery(
             mark_delivery(session, delivery_id, status, error)
 
     retry_locked(finish)
+    log.info("delivery %s: %s%s", delivery_id, status,
+             f" (run {run.id}: {run.conclusion})" if run is not None else
+             f": {error.splitlines()[0]}" if error else "")
     if run is not None and status == "processed" and run.trigger == "webhook":
         from relay.quarantine import evaluate_safely  # HUD-style; logs, never raises
 

@@ -3,6 +3,8 @@ one way bad input ends (``fail``: a one-line message, exit code 2, never a trace
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 import typer
@@ -17,7 +19,10 @@ specs_app = typer.Typer(no_args_is_help=True, help="Validate test specs.")
 app.add_typer(specs_app, name="specs")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 app.add_typer(db_app, name="db")
-err = Console(stderr=True)
+# Piped or redirected stderr (CI logs) gets 160 columns instead of rich's 80, so test ids and
+# tables are not broken over lines; timestamps stay on ``log`` lines, source paths do not.
+err = Console(stderr=True, log_path=False,
+              width=None if sys.stderr.isatty() else int(os.environ.get("COLUMNS") or 160))
 # Import-time deprecation notices and sample-level numeric warnings of torch's test machinery are
 # noise in a CLI's output; warnings of our own code still show.
 warnings.filterwarnings("ignore", module=r"torch(\.|$)")

@@ -16,12 +16,17 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
 ) -> None:
     """Serve the relay (webhooks, callbacks, dashboard) under uvicorn."""
+    import logging
+
     import uvicorn
 
     from relay.app import create_app
     from relay.errors import ConfigError
 
     settings = settings_or_fail()
+    # the relay's own INFO lines (delivery started/finished, quarantine, catch-up) next to
+    # uvicorn's, in the same format
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     try:
         settings.require_webhook_secret()
         application = create_app(settings)

@@ -13,7 +13,6 @@ ORM unit-of-work operations: they run once or twice per webhook and the ORM path
 from __future__ import annotations
 
 import json
-from datetime import timezone
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -21,11 +20,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.github.webhooks import Delivery
-from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, utcnow
+from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, as_utc, utcnow
 
 _T = DeliveryRecord.__table__
 
 __all__ = [
+    "recent_deliveries",
     "insert_delivery",
     "insert_deliveries",
     "get_delivery",
@@ -101,11 +101,8 @@ def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
                           .where(_T.c.delivery_id == delivery_id)).first()
     if row is None:
         return None
-    received = row.received_at
-    if received.tzinfo is None:
-        received = received.replace(tzinfo=timezone.utc)
     return Delivery(id=row.delivery_id, event=row.event, action=row.action, hook_id=row.hook_id,
-                    received_at=received, payload=json.loads(row.payload))
+                    received_at=as_utc(row.received_at), payload=json.loads(row.payload))
 
 
 def claim_delivery(session: Session, delivery_id: str) -> bool:
@@ -156,3 +153,18 @@ def reset_stale_processing(session: Session) -> int:
     )
     session.commit()
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def recent_deliveries(session: Session, status: str | None = None, limit: int = 50
+                      ) -> list[dict[str, Any]]:
+    """The newest deliveries (``status`` given: only those), without payloads:
+    ``[{delivery_id, event, action, status, error, received_at, processed_at}]``."""
+    stmt = select(_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.status, _T.c.error,
+                  _T.c.received_at, _T.c.processed_at).order_by(_T.c.id.desc()).limit(limit)
+    if status is not None:
+        stmt = stmt.where(_T.c.status == status)
+    return [{"delivery_id": r.delivery_id, "event": r.event, "action": r.action,
+             "status": r.status, "error": r.error,
+             "received_at": as_utc(r.received_at).isoformat(),
+             "processed_at": as_utc(r.processed_at).isoformat() if r.processed_at else None}
+            for r in session.execute(stmt)]

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from sqlalchemy import DateTime, Integer, String, Text, or_, select, union
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from relay.store.tables import Base, DeliveryRecord, RunRecord, TestResultRecord, utcnow
+from relay.store.tables import Base, DeliveryRecord, RunRecord, TestResultRecord, as_utc, utcnow
 
 __all__ = ["QuarantineRecord", "QUARANTINE_STATES", "MAIN_TRIGGERS", "FlakyRun", "GreenStreak",
            "flaky_runs", "green_streaks", "claim", "load_quarantine", "quarantined_tests",
@@ -57,11 +57,6 @@ def disabled_title(test_id: str) -> str:
     """The title of a test's disable issue: exactly ``DISABLED <test id>`` (PyTorch's
     convention, ``DISABLED test_name (__main__.TestClass)``, with our test id as the name)."""
     return f"DISABLED {test_id}"
-
-
-def as_utc(value: datetime) -> datetime:
-    """``value`` with UTC attached when it is naive (SQLite drops the zone)."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
 
 
 @dataclass(frozen=True)

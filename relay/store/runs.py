@@ -13,7 +13,6 @@ with (the one computed for it, else the first reused).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,7 @@ from relay.errors import RunNotFound
 from relay.models import Run
 from relay.store.culprits import load_culprits
 from relay.store.regression import RunEnvironmentRecord, VerdictRecord, load_verdicts
-from relay.store.tables import RunRecord, TestResultRecord
+from relay.store.tables import RunRecord, TestResultRecord, as_utc
 from relay.verdicts import VERDICTS
 from selection.models import StageStats
 from test_specs.results import TestResult
@@ -33,8 +32,6 @@ from test_specs.results import TestResult
 __all__ = ["save_run", "load_run", "list_runs", "load_runs", "run_for_delivery"]
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
 
 
 def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
@@ -110,8 +107,8 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
         id=record.id, backend=record.backend, upstream=record.upstream, base=record.base,
         head=record.head, title=record.title, trigger=record.trigger,  # type: ignore[arg-type]
         ref=record.ref, baseline_run=record.baseline_run,
-        delivery_id=record.delivery_id, started_at=_utc(record.started_at),
-        finished_at=_utc(record.finished_at), universe=record.universe,
+        delivery_id=record.delivery_id, started_at=as_utc(record.started_at),
+        finished_at=as_utc(record.finished_at), universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]
         stages=[StageStats.model_validate(s) for s in record.stages or []],
         results=results, counts=dict(record.counts or {}), **(extra or {}),

@@ -26,13 +26,18 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = ["Base", "DeliveryRecord", "RunRecord", "TestResultRecord", "HudResultRecord",
            "DispatchRecord", "JobRecord", "TokenUseRecord", "PrLabelRecord", "OutboxRecord",
-           "DELIVERY_STATUSES", "utcnow"]
+           "DELIVERY_STATUSES", "utcnow", "as_utc"]
 
 DELIVERY_STATUSES = ("received", "processing", "processed", "ignored", "failed")
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` with UTC attached when it is naive (SQLite drops the zone on the way back)."""
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
 
 
 class Base(DeclarativeBase):

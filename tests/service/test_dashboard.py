@@ -103,3 +103,31 @@ def test_page_renders_runs_escaped(relay: Relay) -> None:
         save_run(s, make_run("pg-1", title="<script>alert(1)</script>"))
     html = httpx.get(relay.url + "/").text
     assert "pg-1" in html and "&lt;script&gt;" in html and "<script>alert" not in html
+
+
+def test_failed_deliveries_are_listed_with_their_error(relay: Relay) -> None:
+    from relay.store import insert_delivery, mark_delivery
+
+    with relay.app.state.session_factory() as s:
+        insert_delivery(s, delivery_id="ok-1", event="push", payload="{}")
+        mark_delivery(s, "ok-1", "processed")
+        insert_delivery(s, delivery_id="bad-1", event="pull_request", action="opened", payload="{}")
+        mark_delivery(s, "bad-1", "failed",
+                      "GitHubAPIError: GitHub API unreachable for /repos/p/p/pulls/1/files: <x>")
+    failed = httpx.get(relay.url + "/api/v1/deliveries", params={"status": "failed"}).json()
+    assert [d["delivery_id"] for d in failed["deliveries"]] == ["bad-1"]
+    assert failed["deliveries"][0]["error"].startswith("GitHubAPIError") and "payload" not in failed["deliveries"][0]
+    both = httpx.get(relay.url + "/api/v1/deliveries").json()["deliveries"]
+    assert [d["delivery_id"] for d in both] == ["bad-1", "ok-1"]
+    assert httpx.get(relay.url + "/api/v1/deliveries", params={"status": "nope"}).status_code == 422
+    html = httpx.get(relay.url + "/").text
+    assert "bad-1" in html and "GitHub API unreachable" in html and "&lt;x&gt;" in html
+
+
+def test_page_links_only_commit_heads(relay: Relay) -> None:
+    with relay.app.state.session_factory() as s:
+        save_run(s, make_run("sha-run", head="ab" * 20))
+        save_run(s, make_run("label-run", head="pr-head"))
+    html = httpx.get(relay.url + "/").text
+    assert f'href="/api/v1/commits/{"ab" * 20}"' in html
+    assert 'href="/api/v1/commits/pr-head"' not in html and "<code>pr-head</code>" in html
