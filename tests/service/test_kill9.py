@@ -76,28 +76,34 @@ def test_kill9_between_ack_and_processing_then_restart(tmp_path, fake_github) ->
         assert get_delivery(s, "k9-1").status == "processing"
         (row,) = list_dispatches(s, "k9-1")
         assert row.status == "pending"  # written before the call
-    fake.dispatch_hold = False
-    fake.dispatch_release.set()  # the held call (from the dead process) is dropped
-    fake.dispatches.clear()
+    restart_and_finish(env, log, fake, sf, "k9-1")
+    engine.dispose()
 
+
+def restart_and_finish(env: dict[str, str], log: Path, fake, sf, delivery_id: str) -> None:
+    """Release the fake GitHub's held dispatch (the old process's call is dropped), start
+    ``relay serve`` again and wait until restart recovery has processed ``delivery_id``: the
+    delivery ``processed``, its dispatch ``sent`` once to ``acme/l2-ci``."""
+    fake.dispatch_hold = False
+    fake.dispatch_release.set()
+    fake.dispatches.clear()
     proc2, _url2 = _serve(env, log)
     try:
         fake.wait_dispatches(1, timeout=20)
         deadline = time.monotonic() + 10
         while True:
             with sf() as s:
-                status = get_delivery(s, "k9-1").status
-                (row,) = list_dispatches(s, "k9-1")
+                status = get_delivery(s, delivery_id).status
+                (row,) = list_dispatches(s, delivery_id)
             if status == "processed" and row.status == "sent":
                 break
             assert time.monotonic() < deadline, (status, row.status)
             time.sleep(0.05)
         assert [r for r, _ in fake.dispatches] == ["acme/l2-ci"]
-        assert fake.dispatches[0][1]["client_payload"]["delivery_id"] == "k9-1"
+        assert fake.dispatches[0][1]["client_payload"]["delivery_id"] == delivery_id
     finally:
         proc2.send_signal(signal.SIGTERM)
         try:
             proc2.wait(10)
         except subprocess.TimeoutExpired:
             proc2.kill()
-        engine.dispose()

@@ -8,10 +8,9 @@ import signal
 import time
 
 from relay.store import get_delivery, make_engine, make_session_factory
-from relay.store.dispatches import list_dispatches
 from tests.fakes.github import WebhookSender, pull_request_payload
 from tests.service.conftest import SECRET
-from tests.service.test_kill9 import _serve
+from tests.service.test_kill9 import _serve, restart_and_finish
 
 #: What "prompt" means here: uvicorn's own shutdown plus the relay's bounded grace period.
 PROMPT_S = 3.0
@@ -50,26 +49,7 @@ def test_sigterm_while_processing_stops_promptly_and_restart_finishes(tmp_path, 
     try:
         with sf() as s:
             assert get_delivery(s, "term-1").status == "processing"
-        fake.dispatch_hold = False
-        fake.dispatch_release.set()  # the held call (from the stopped process) is dropped
-        fake.dispatches.clear()
-
-        proc2, _url2 = _serve(env, log)
-        try:
-            fake.wait_dispatches(1, timeout=20)
-            deadline = time.monotonic() + 10
-            while True:
-                with sf() as s:
-                    status = get_delivery(s, "term-1").status
-                    (row,) = list_dispatches(s, "term-1")
-                if status == "processed" and row.status == "sent":
-                    break
-                assert time.monotonic() < deadline, (status, row.status)
-                time.sleep(0.05)
-            assert [r for r, _ in fake.dispatches] == ["acme/l2-ci"]
-        finally:
-            proc2.send_signal(signal.SIGTERM)
-            proc2.wait(10)
+        restart_and_finish(env, log, fake, sf, "term-1")
     finally:
         engine.dispose()
 
