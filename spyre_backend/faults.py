@@ -19,12 +19,13 @@ Unknown ops are rejected. Kinds:
 ``flaky=P`` means "a test attempt fails with probability P", not "every call fails with
 probability P": a test that calls the op 20 times would otherwise fail with probability
 1 - (1 - P)^20 (0.99 for P = 0.2), and pytest's reruns could never turn it FLAKY.  Inside a
-pytest test (``PYTEST_CURRENT_TEST`` set) the first call of the op in a test attempt draws once;
-if the draw passes, every later call in that attempt runs normally; if it fails, the call raises,
-which ends the attempt (the error fails the test), and the next call of the op is taken to be
-the next attempt (pytest-rerunfailures' rerun, in the same process) and draws again.  A test that
-catches the error and calls the op again therefore draws again at that call, and an attempt that
-failed for another reason is rerun without a new draw.  Each draw is a
+pytest test (``PYTEST_CURRENT_TEST`` set) the first call of the op in a test attempt draws once,
+and every later call in that attempt repeats the draw (runs, or raises).  The spec runner's
+pytest plugin announces each attempt — the first run and every pytest-rerunfailures rerun — with
+``begin_attempt``, which makes attempt boundaries exact.  Without it (another runner) they are
+inferred: after a failing call the next call of the op is taken to be the next attempt (so a test
+that catches the error and calls again draws again, and an attempt that failed for another reason
+is rerun without a new draw).  Each draw is a
 pure function of (``SPYRE_SIM_FAULTS_SEED``, op, test id, attempt number), so a seed gives the
 same outcomes whatever the test order, sharding or process restarts; the test id is pytest's
 node id with the spec file reduced to its name.  Outside a test every call draws from a private
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 import torch
 
 __all__ = ["Fault", "parse_faults", "FAULTS", "SEED", "before_op", "after_op", "flaky_fails", "current_test",
+           "begin_attempt", "test_key",
            "attempt_draw"]
 
 _KINDS_WITH_VALUE = {"offset", "flaky"}
@@ -122,17 +124,36 @@ _test: str | None = None  # the test the states below belong to
 _attempts: dict[str, _Attempt] = {}  # op -> its draw in the current attempt of ``_test``
 
 
+def test_key(nodeid: str) -> str:
+    """A pytest node id as ``<spec file name>::<rest>`` (independent of the run directory)."""
+    path, sep, rest = nodeid.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}{sep}{rest}"
+
+
 def current_test() -> str | None:
-    """The running pytest test as ``<spec file name>::<rest of the node id>``, or None outside one.
+    """The running pytest test (``test_key`` of its node id), or None outside one.
 
     Read from ``PYTEST_CURRENT_TEST`` (``"<node id> (<phase>)"``, set by pytest for each phase).
     """
     value = os.environ.get("PYTEST_CURRENT_TEST")
-    if not value:
-        return None
-    nodeid = value.rsplit(" (", 1)[0]
-    path, sep, rest = nodeid.partition("::")
-    return f"{path.rsplit('/', 1)[-1]}{sep}{rest}"
+    return test_key(value.rsplit(" (", 1)[0]) if value else None
+
+
+_announced: dict[str, int] = {}  # test -> attempts announced by ``begin_attempt``
+
+
+def begin_attempt(nodeid: str) -> None:
+    """Start a new attempt of the test ``nodeid`` (its first run or a rerun).
+
+    Called by the spec runner's pytest plugin (``test_specs.plugin``) at the setup of every
+    attempt, so a ``flaky`` op draws exactly once per attempt.  Without it (another runner)
+    attempt boundaries are inferred as the module docstring says.
+    """
+    global _test
+    key = test_key(nodeid)
+    _announced[key] = _announced.get(key, 0) + 1
+    _test = key
+    _attempts.clear()
 
 
 def attempt_draw(seed: int, op: str, test: str, attempt: int) -> float:
@@ -147,10 +168,16 @@ def flaky_fails(fault: Fault) -> bool:
     if test is None:
         return _rng.random() < p
     global _test
+    state = _attempts.get(fault.op)
+    if test in _announced and test == _test:  # attempts announced by the runner's plugin
+        if state is None:
+            state = _attempts[fault.op] = _Attempt(_announced[test],
+                                                   attempt_draw(SEED, fault.op, test, _announced[test]) < p)
+        return state.fails
     if test != _test:
         _test = test
         _attempts.clear()
-    state = _attempts.get(fault.op)
+        state = None
     if state is not None and not state.fails:
         return False  # this attempt drew "no fault" already
     number = 1 if state is None else state.number + 1

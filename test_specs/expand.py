@@ -18,8 +18,14 @@ Precedence rules (torch-spyre ``tests/oot_framework``, RFC 1287; design §6):
   then ∪ ``edits.dtypes.include`` (limited to dtypes the op supports: samples cannot be made
   otherwise), then − ``edits.dtypes.exclude`` last.  An empty ``supported_dtypes`` means no filter.
 - mode (``effective_mode``): the test's ``mode``; for a registered template no test lists,
-  the file's ``unlisted_test_mode``.  ``force_xfail`` (on the op or the dtype) turns only
-  ``mandatory_success`` into ``xfail``; skip/xfail/xfail_strict stay.
+  the file's ``unlisted_test_mode``.  Then, for an OpInfo item still ``mandatory_success``, the
+  OpInfo's own ``DecorateInfo`` skip / expectedFailure for the upstream test the template
+  mirrors (``opinfo_skips.upstream_mark``: class + test name, device ``None``/``privateuse1``/
+  ``spyre``, dtype, ``active_if``) makes it ``skip`` / ``xfail`` with a reason naming that
+  decorator, as upstream never runs it (or expects it to fail); a spec's explicit
+  skip/xfail/xfail_strict wins, and a test entry with ``upstream_skips: false`` opts out.
+  Last, ``force_xfail`` (on the op or the dtype) turns only a remaining ``mandatory_success``
+  into ``xfail``; skip/xfail/xfail_strict stay.
 - tolerance (``effective_tolerance``): ``edits.dtypes.include[].precision`` >
   ``global.supported_ops[].dtypes[].precision`` > ``global.supported_dtypes[].precision`` >
   ``DEFAULT_TOLERANCE[dtype]``, field by field (an unset atol or rtol falls through).
@@ -36,6 +42,7 @@ from typing import Any, Iterable
 from selection.models import Mode
 from test_specs.items import SpecItem, Tolerance, make_item_id
 from test_specs.loader import Spec, SpecError, load_spec
+from test_specs.opinfo_skips import upstream_mark
 from test_specs.schema import Precision, SupportedOp, TestEntry
 from test_specs.templates import TEMPLATES, Template, load_extra_templates, op_subject
 
@@ -50,6 +57,8 @@ DEFAULT_TOLERANCE: dict[str, Tolerance] = {
     "float64": Tolerance(atol=1e-7, rtol=1e-7),
 }
 _EXACT = Tolerance(atol=0.0, rtol=0.0)  # integer and bool dtypes compare exactly
+#: ``issue`` of an item whose mode comes from its OpInfo's own decorators (``opinfo_skips``).
+UPSTREAM_ISSUE = "upstream OpInfo DecorateInfo (torch.testing._internal op_db)"
 
 
 def spec_paths_default() -> list[Path]:
@@ -216,6 +225,10 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects:
             base: Mode = test.mode if test is not None else fentry.unlisted_test_mode
             reason = test.reason if test is not None else (fentry.reason or f"not listed in the spec (unlisted_test_mode: {base})")
             issue = test.issue if test is not None else fentry.issue
+            up = None if is_mod or base != "mandatory_success" or (test is not None and not test.upstream_skips) \
+                else upstream_mark(x, template.upstream, dtype)
+            if up is not None:  # the OpInfo's own skip/expectedFailure for the mirrored test
+                base, reason, issue = up.mode, up.reason, UPSTREAM_ISSUE
             forced = bool(sop and sop.force_xfail) or bool(gd and gd.force_xfail)
             mode = effective_mode(base, forced)
             if mode != base:  # force_xfail applied: its own reason/issue win

@@ -55,6 +55,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(config.stash[_RESULTS], "spyre-results")
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tell the simulated device a test attempt starts (its first run or a pytest-rerunfailures
+    rerun): an injected ``flaky=P`` fault draws once per attempt (``spyre_backend.faults``)."""
+    if item.config.getoption("--spyre-device") == "spyre":
+        from spyre_backend.faults import begin_attempt
+
+        begin_attempt(item.nodeid)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix in (".yaml", ".yml"):
         try:

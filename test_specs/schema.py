@@ -26,7 +26,9 @@ Our strict superset (everything above loads unchanged):
 - a file entry may name ``source: op_db`` (or ``module_db``) instead of ``path``; its test
   ``names`` are our generic templates (``TestCommon::test_compare_cpu``, see ``templates.py``);
 - ``reason`` and ``issue`` on tests (meaningful when ``mode`` is not ``mandatory_success``), on
-  ``force_xfail`` ops/dtypes, and on file entries (for ``unlisted_test_mode``).
+  ``force_xfail`` ops/dtypes, and on file entries (for ``unlisted_test_mode``);
+- ``upstream_skips: false`` on a test entry: ignore the OpInfo's own skips/expectedFailures for
+  its items (by default a ``mandatory_success`` item upstream skips becomes ``skip``).
 
 Unknown keys are errors everywhere (``extra="forbid"``), so a typo never silently changes what
 runs.  All models are frozen.
@@ -150,6 +152,9 @@ class TestEntry(_Model):
     edits: Edits = Field(default_factory=Edits)
     reason: str | None = None
     issue: str | None = None
+    #: our superset: ``false`` runs this entry's ``mandatory_success`` items even where the
+    #: OpInfo's own ``DecorateInfo`` skips or expects the upstream test to fail (``opinfo_skips``).
+    upstream_skips: bool = True
 
     @field_validator("names", mode="before")
     @classmethod

@@ -190,3 +190,23 @@ def test_invalid_env_fails_import(run_python):
     proc = run_python("import spyre_backend", env={"SPYRE_SIM_FAULTS": "aten::mm:boom"})
     assert proc.returncode != 0
     assert "ValueError" in proc.stderr and "aten::mm:boom" in proc.stderr
+
+
+def test_announced_attempts_draw_exactly_once_each(inject, monkeypatch):
+    """With the runner's plugin announcing attempts (``begin_attempt``), a test that catches the
+    injected error and calls the op again stays failed for that attempt; the next announced
+    attempt draws anew with the next attempt number."""
+    a = torch.randn(2, dtype=torch.float16).to("spyre")
+    inject("aten::add:flaky=0.5")
+    seen = {1: 0, 2: 0}
+    for t in range(40):
+        node = f"/run/w/spec.yaml::s::T::test_{t}"
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", f"{node} (call)")
+        for attempt in (1, 2):
+            faults.begin_attempt(node)
+            expected = faults.attempt_draw(faults.SEED, "aten::add", f"spec.yaml::s::T::test_{t}",
+                                           attempt) < 0.5
+            results = [_attempt(a, calls=1) for _ in range(3)]  # caught and called again
+            assert results == [expected] * 3
+            seen[attempt] += expected
+    assert 0 < seen[1] < 40 and 0 < seen[2] < 40
