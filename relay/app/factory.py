@@ -198,12 +198,25 @@ def create_app(
 
     wrote = threading.Event()  # set when the worker wrote outbox rows: wake the deliverer
 
+    def _retry_later(delivery_id: str, delay_s: float) -> None:
+        """Submit ``delivery_id`` again after ``delay_s`` (a daemon timer); if the relay stops
+        first, the row is still ``received`` and restart recovery submits it."""
+        def submit() -> None:
+            try:
+                app.state.queue.submit_delivery(delivery_id)
+            except RuntimeError:  # queue closed: shutting down
+                log.info("delivery %s: retry left to restart recovery", delivery_id)
+
+        timer = threading.Timer(delay_s, submit)
+        timer.daemon = True
+        timer.start()
+
     def _handle(delivery_id: str) -> None:
         wrote.clear()
         process_delivery(delivery_id, session_factory=session_factory, settings=settings,
                          processor=_local, metrics=metrics,
                          report=_report if report else None,
-                         fanout=_fanout if webhooks_enabled else None)
+                         fanout=_fanout if webhooks_enabled else None, retry=_retry_later)
         if wrote.is_set() and app.state.deliverer is not None:
             app.state.deliverer.kick()
 

@@ -8,7 +8,10 @@ not stop the local backend), calls the injected *processor*, saves the ``Run`` i
 together with its report (``report(session, run, delivery)`` writes the outbox row in the
 same transaction), evaluates flaky-test quarantine after a webhook run
 (``relay.quarantine.evaluate_safely``: errors logged, never raised), and marks the delivery
-``processed`` — or ``failed`` with the error text, never losing it.
+``processed`` — or ``failed`` with the error text, never losing it.  A failure of the
+network kind (``transient``: GitHub unreachable, 5xx or 429 after the client's own retries) is
+given back to the queue: the row returns to ``received`` with the error and ``retry`` schedules
+it again after ``retry_delay_s`` — up to ``MAX_ATTEMPTS`` attempts, then ``failed``.
 
 A *processor* is ``Callable[[Delivery, Settings], Run | None]``; ``default_processor``
 dispatches on the event name to small functions taking pydantic models (Zuul's
@@ -152,6 +155,26 @@ def on_push(delivery: Delivery, settings: Settings) -> Run | None:
 
 HANDLERS: dict[str, Processor] = {"pull_request": on_pull_request, "push": on_push}
 
+#: processing attempts of one delivery before a transient failure becomes ``failed``
+MAX_ATTEMPTS = 5
+
+
+def transient(exc: BaseException) -> bool:
+    """A failure worth another attempt later: GitHub not answering (status 0), 429, or 5xx
+    (the GitHub client has already retried those within the attempt), or a transport error."""
+    import httpx
+
+    from relay.errors import GitHubAPIError
+
+    if isinstance(exc, GitHubAPIError):
+        return exc.status_code in (0, 429) or exc.status_code >= 500
+    return isinstance(exc, httpx.TransportError)
+
+
+def retry_delay_s(attempts: int) -> float:
+    """Seconds before attempt ``attempts + 1``: 30 s, 1 min, 2 min, 4 min, … at most 15 min."""
+    return float(min(30 * 2 ** max(attempts - 1, 0), 900))
+
 
 def default_processor(delivery: Delivery, settings: Settings) -> Run | None:
     """Dispatch ``delivery`` to ``HANDLERS[delivery.event]``; ``None`` for other events."""
@@ -168,9 +191,11 @@ def process_delivery(
     metrics: Any = None,
     report: Callable[[Session, Run, Delivery], None] | None = None,
     fanout: Callable[[Delivery], None] | None = None,
+    retry: Callable[[str, float], None] | None = None,
 ) -> str | None:
-    """Process one stored delivery; returns the final status, or ``None`` if it was not
-    claimable (unknown id or already claimed).  Never raises for a processor error."""
+    """Process one stored delivery; returns the final status (``received`` when a transient
+    failure was handed to ``retry(delivery_id, delay_s)``), or ``None`` if it was not claimable
+    (unknown id or already claimed).  Never raises for a processor error."""
     with session_factory() as session:
         if not claim_delivery(session, delivery_id):
             log.info("delivery %s not claimable (unknown or already taken)", delivery_id)
@@ -197,6 +222,10 @@ def process_delivery(
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
         log.exception("delivery %s failed", delivery_id)
         status, error = "failed", f"{type(exc).__name__}: {exc}"[:10_000]
+        if retry is not None and transient(exc) and delivery.attempts < MAX_ATTEMPTS:
+            delay = retry_delay_s(delivery.attempts)
+            status = "received"
+            error = f"attempt {delivery.attempts} of {MAX_ATTEMPTS} failed, retried in {delay:g} s: {error}"
 
     def finish() -> None:
         """The run, its report (outbox) and the delivery's final state in ONE transaction."""
@@ -208,6 +237,8 @@ def process_delivery(
             mark_delivery(session, delivery_id, status, error)
 
     retry_locked(finish)
+    if status == "received" and retry is not None:
+        retry(delivery_id, retry_delay_s(delivery.attempts))
     log.info("delivery %s: %s%s", delivery_id, status,
              f" (run {run.id}: {run.conclusion})" if run is not None else
              f": {error.splitlines()[0]}" if error else "")

@@ -9,6 +9,8 @@ deliverer (in ``relay serve``) sends the outbox rows; the worker only writes the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.app.processing import default_processor, process_delivery
@@ -27,9 +29,11 @@ def _allowlist(settings: Settings):
     return AllowlistSource(settings.allowlist, refresh_s=settings.allowlist_refresh_s).get
 
 
-def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Session]) -> str | None:
+def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Session],
+                    retry: Callable[[str, float], None] | None = None) -> str | None:
     """Process the stored delivery ``delivery_id``; returns its final status (``None`` when it
-    was not claimable).  Never raises for a pipeline error (recorded on the delivery row)."""
+    was not claimable).  Never raises for a pipeline error (recorded on the delivery row);
+    ``retry(delivery_id, delay_s)`` schedules a transient failure again."""
     from relay.crcr.checks import on_labeled
     from relay.crcr.fanout import FanoutContext, fan_out
     from relay.github.client import GitHubClient
@@ -61,4 +65,4 @@ def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Sessi
         on_labeled(delivery, sf)
 
     return process_delivery(delivery_id, session_factory=sf, settings=settings, processor=local,
-                            report=report, fanout=fanout)
+                            report=report, fanout=fanout, retry=retry)

@@ -161,7 +161,8 @@ def register(app: Celery) -> dict[str, Any]:
         settings = _settings(app)
         sf = session_factory(settings.database_url)
         _requeue_if_redelivered(sf, delivery_id, self.request)
-        return handle_delivery(delivery_id, settings, sf)
+        return handle_delivery(delivery_id, settings, sf,  # transient failures: again, later
+                               retry=lambda d, delay: self.apply_async((d,), countdown=delay))
 
     return {RUN_SHARD: run_shard_task, AGGREGATE: aggregate_task,
             PROCESS_DELIVERY: process_delivery_task}

@@ -64,7 +64,8 @@ class Delivery(BaseModel):
     """One stored webhook delivery: headers we keep plus the parsed JSON body.
 
     ``id`` is ``X-GitHub-Delivery`` (a GUID, identical on redelivery), ``event`` is
-    ``X-GitHub-Event``, ``hook_id`` is ``X-GitHub-Hook-ID``; ``payload`` is the body as a dict.
+    ``X-GitHub-Event``, ``hook_id`` is ``X-GitHub-Hook-ID``; ``payload`` is the body as a dict;
+    ``attempts`` counts the processing attempts so far (this one included once claimed).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -75,6 +76,7 @@ class Delivery(BaseModel):
     hook_id: str | None = None
     received_at: datetime
     payload: dict[str, Any]
+    attempts: int = 0
 
 
 class Repository(BaseModel):

@@ -97,23 +97,25 @@ def get_delivery(session: Session, delivery_id: str) -> DeliveryRecord | None:
 def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
     """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``."""
     row = session.execute(select(_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.hook_id,
-                                 _T.c.received_at, _T.c.payload)
+                                 _T.c.received_at, _T.c.payload, _T.c.attempts)
                           .where(_T.c.delivery_id == delivery_id)).first()
     if row is None:
         return None
     return Delivery(id=row.delivery_id, event=row.event, action=row.action, hook_id=row.hook_id,
-                    received_at=as_utc(row.received_at), payload=json.loads(row.payload))
+                    received_at=as_utc(row.received_at), payload=json.loads(row.payload),
+                    attempts=row.attempts or 0)
 
 
 def claim_delivery(session: Session, delivery_id: str) -> bool:
-    """Atomically move ``received`` → ``processing`` and commit; ``False`` if not ``received``.
+    """Atomically move ``received`` → ``processing`` (counting one more attempt) and commit;
+    ``False`` if not ``received``.
 
     This is what makes a delivery processed once even when it is submitted twice (restart
     recovery racing a fresh submit, or two workers).
     """
     result = session.execute(
         update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
-        .values(status="processing")
+        .values(status="processing", attempts=_T.c.attempts + 1)
     )
     session.commit()
     return result.rowcount == 1  # type: ignore[attr-defined]

@@ -59,6 +59,8 @@ class DeliveryRecord(Base):
     status: Mapped[str] = mapped_column(String(20), default="received", index=True)
     error: Mapped[str | None] = mapped_column(Text)
     processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: processing attempts so far (each claim counts one); transient failures are retried
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class RunRecord(Base):
