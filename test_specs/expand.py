@@ -19,10 +19,10 @@ Precedence rules (torch-spyre ``tests/oot_framework``, RFC 1287; design §6):
   otherwise), then − ``edits.dtypes.exclude`` last.  An empty ``supported_dtypes`` means no filter.
 - mode (``effective_mode``): the test's ``mode``; for a registered template no test lists,
   the file's ``unlisted_test_mode``.  Then, for an OpInfo item still ``mandatory_success``, the
-  OpInfo's own ``DecorateInfo`` skip / expectedFailure for the upstream test the template
+  OpInfo's own ``DecorateInfo`` skip for the upstream test the template
   mirrors (``opinfo_skips.upstream_mark``: class + test name, device ``None``/``privateuse1``/
-  ``spyre``, dtype, ``active_if``) makes it ``skip`` / ``xfail`` with a reason naming that
-  decorator, as upstream never runs it (or expects it to fail); a spec's explicit
+  ``spyre``, dtype, ``active_if``) makes it ``skip`` with a reason naming that decorator, as
+  upstream never runs it (its expectedFailures are not applied: see the code); a spec's explicit
   skip/xfail/xfail_strict wins, and a test entry with ``upstream_skips: false`` opts out.
   Last, ``force_xfail`` (on the op or the dtype) turns only a remaining ``mandatory_success``
   into ``xfail``; skip/xfail/xfail_strict stay.
@@ -227,7 +227,12 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects:
             issue = test.issue if test is not None else fentry.issue
             up = None if is_mod or base != "mandatory_success" or (test is not None and not test.upstream_skips) \
                 else upstream_mark(x, template.upstream, dtype)
-            if up is not None:  # the OpInfo's own skip/expectedFailure for the mirrored test
+            # only the OpInfo's own *skips* apply: upstream never runs those tests (``empty``'s
+            # uninitialised output, CUDA-only variants).  Its expectedFailures describe upstream's
+            # wider tests on its devices; our narrower templates measurably pass most of them
+            # (30 of 30 in the sweep), and a non-strict xfail would hide a real regression there,
+            # so measured spec entries decide those instead.
+            if up is not None and up.mode == "skip":
                 base, reason, issue = up.mode, up.reason, UPSTREAM_ISSUE
             forced = bool(sop and sop.force_xfail) or bool(gd and gd.force_xfail)
             mode = effective_mode(base, forced)

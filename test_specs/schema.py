@@ -27,7 +27,7 @@ Our strict superset (everything above loads unchanged):
   ``names`` are our generic templates (``TestCommon::test_compare_cpu``, see ``templates.py``);
 - ``reason`` and ``issue`` on tests (meaningful when ``mode`` is not ``mandatory_success``), on
   ``force_xfail`` ops/dtypes, and on file entries (for ``unlisted_test_mode``);
-- ``upstream_skips: false`` on a test entry: ignore the OpInfo's own skips/expectedFailures for
+- ``upstream_skips: false`` on a test entry: ignore the OpInfo's own skips for
   its items (by default a ``mandatory_success`` item upstream skips becomes ``skip``).
 
 Unknown keys are errors everywhere (``extra="forbid"``), so a typo never silently changes what

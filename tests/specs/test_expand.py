@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from test_specs.expand import (
-    UPSTREAM_ISSUE,
     DEFAULT_TOLERANCE,
+    UPSTREAM_ISSUE,
     effective_dtypes,
     effective_mode,
     effective_tolerance,
