@@ -12,7 +12,9 @@ HTTP/1.1 client on asyncio streams, so the client costs little next to the serve
   a temp SQLite database (or ``--database-url``), and an allowlist with no targets, so the
   worker only claims and closes each delivery — the numbers are intake: HMAC over the body,
   header checks, JSON parse, the committed INSERT, the 202;
-* the bare app: a raw ASGI callable that reads the body and answers 202 — the ceiling.
+* the bare app: a raw ASGI callable that reads the body and answers 202 — the ceiling, and
+  the baseline of the goal;
+* for context, a bare FastAPI app with one route that reads the body and answers 202.
 
 Two phases per server: *closed loop* (``--concurrency`` connections sending back to back for
 ``--seconds``: throughput) and *open loop* at ``--rate`` req/s (requests sent on a fixed
@@ -37,6 +39,9 @@ import time
 import uuid
 from pathlib import Path
 
+from fastapi import FastAPI, Request  # module level: the route's annotations resolve here
+from fastapi.responses import JSONResponse
+
 SECRET = "bench-webhook-secret-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,6 +65,20 @@ async def bare_app(scope, receive, send):  # noqa: ANN001 - a raw ASGI callable
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def fastapi_factory():  # noqa: ANN201 - uvicorn --factory entry
+    """A minimal FastAPI app: one ``POST /webhooks/github`` route that reads the body and
+    answers 202 — the usual shape of a FastAPI webhook receiver before any work (for context;
+    the goal is measured against the raw ASGI ``bare_app``)."""
+    app = FastAPI()
+
+    @app.post("/webhooks/github")
+    async def receive(request: Request) -> JSONResponse:
+        await request.body()
+        return JSONResponse({"status": "accepted"}, status_code=202)
+
+    return app
 
 
 def relay_factory():  # noqa: ANN201 - uvicorn --factory entry
@@ -234,6 +253,7 @@ def main() -> None:
                "RELAY_STATE_DIR": tmp, "RELAY_ALLOWLIST": str(allowlist),
                "RELAY_DATABASE_URL": args.database_url or f"sqlite:///{tmp}/bench.db"}
         for name, target, factory in (("bare uvicorn", "intake:bare_app", False),
+                                      ("bare FastAPI", "intake:fastapi_factory", True),
                                       ("relay", "intake:relay_factory", True)):
             proc, port = start_server(target, env, factory, args.http)
             try:
@@ -244,7 +264,7 @@ def main() -> None:
                     proc.wait(15)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-    bare, relay = results
+    bare, fastapi, relay = results
     if args.json:
         print(json.dumps({"body_bytes": len(body), "results": results}, indent=2))
         return
@@ -260,6 +280,8 @@ def main() -> None:
     ratio = relay["closed"]["rps"] / bare["closed"]["rps"]
     print(f"relay/bare throughput {ratio:.2f}x (goal >= 0.5x); relay p99 at "
           f"{args.rate:.0f} req/s {relay['open']['p99']:.1f} ms (goal <= 50 ms)", file=out)
+    print(f"for context: relay/bare FastAPI route {relay['closed']['rps'] / fastapi['closed']['rps']:.2f}x",
+          file=out)
 
 
 if __name__ == "__main__":
