@@ -63,7 +63,7 @@ def stage_table(selection: Selection, stages: list[StageStats] | None = None) ->
 
 def outcome_table(run: Run) -> Table:
     """Per outcome: count of tests (zeros included for the five main outcomes)."""
-    table = Table(title=f"run {run.id}: {run.conclusion}")
+    table = Table(title=f"run {run.id}: {run.conclusion}", min_width=len(run.id) + 20)
     table.add_column("outcome")
     table.add_column("tests", justify="right")
     main = ("passed", "failed", "xfailed", "skipped", "flaky")
