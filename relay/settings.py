@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     github_token: SecretStr | None = None
     dashboard_url: str | None = None
+    #: bearer token for POST /api/crcr/results (sent and required); see ``results_token``
+    dashboard_token: SecretStr | None = None
     allowlist: str | None = None
     allowlist_refresh_s: float = 5.0
     upstream_repo: str = "pytorch/pytorch"
@@ -157,6 +159,21 @@ class Settings(BaseSettings):
             return self.callback_secret.get_secret_value().encode("utf-8")
         base = self.require_webhook_secret().encode("utf-8")
         return hmac.new(base, b"crcr-callback-token", hashlib.sha256).digest()
+
+    def results_token(self) -> str | None:
+        """The bearer token of ``POST /api/crcr/results``: what the relay sends with its HUD
+        bodies and what its own ingest requires.  ``RELAY_DASHBOARD_TOKEN``, else derived from
+        the webhook secret (HMAC-SHA256(secret, "dashboard-results-token"), hex), else ``None``
+        (no secret anywhere: an ingest open to loopback use only, as in a local replay)."""
+        import hashlib
+        import hmac
+
+        if self.dashboard_token is not None:
+            return self.dashboard_token.get_secret_value()
+        if self.webhook_secret is None:
+            return None
+        return hmac.new(self.webhook_secret.get_secret_value().encode("utf-8"),
+                        b"dashboard-results-token", hashlib.sha256).hexdigest()
 
     def require_webhook_secret(self) -> str:
         """The webhook secret as text; raises ``ConfigError`` when unset (serve needs it)."""

@@ -1,12 +1,16 @@
 """``POST /api/crcr/results``: the dashboard ingest in CRCR's HUD body shape (design §5, §6).
 
-Answers: 201 ``{"status": "stored"}`` for a new job key, 200 ``{"status": "duplicate"}`` when
+Authentication: ``Authorization: Bearer <Settings.results_token()>`` (``RELAY_DASHBOARD_TOKEN``,
+or derived from the webhook secret), compared in constant time; missing or wrong → 401 before
+the body is read.  Without any secret configured the ingest is open (a local replay's in-process
+post).  Answers: 201 ``{"status": "stored"}`` for a new job key, 200 ``{"status": "duplicate"}`` when
 the same (delivery_id, verified_repo, run_id, run_attempt, job_name) was posted before (stored
 once, newest body kept); 413 over 2 MB; 400 not JSON; 422 wrong shape (pydantic errors).
 """
 
 from __future__ import annotations
 
+import hmac
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -27,6 +31,15 @@ router = APIRouter()
 async def ingest_results(request: Request) -> JSONResponse:
     """Validate and store one HUD body; see the module docstring for the answers."""
     metrics = request.app.state.metrics.hud_results
+    expected = request.app.state.settings.results_token()
+    if expected is not None:
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+                token.strip().encode("utf-8", "surrogateescape"), expected.encode()):
+            metrics.labels("rejected").inc()
+            return JSONResponse({"detail": "missing or wrong bearer token for the results ingest"},
+                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
     try:
         raw = await read_capped(request, HUD_BODY_CAP)
         try:

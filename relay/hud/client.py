@@ -116,6 +116,9 @@ def _in_fresh_loop(fn: Callable[[], Any]) -> Any:
 def _sender(settings: Settings, app: Any, transport: httpx.BaseTransport | None,
             ) -> tuple[Callable[[bytes], httpx.Response], Callable[[], None], str]:
     headers = {"Content-Type": "application/json", "User-Agent": "spyre-relay"}
+    token = settings.results_token()
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     if settings.dashboard_url:
         url = settings.dashboard_url + RESULTS_PATH
         client = httpx.Client(timeout=30.0, transport=transport, headers=headers)

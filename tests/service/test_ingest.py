@@ -50,10 +50,14 @@ def test_failed_tests_capped_at_1000() -> None:
     assert len(wf.failed_tests) == 1000 and wf.test_results.failed == 1200
 
 
+def _auth(relay: Relay) -> dict[str, str]:
+    return {"Authorization": f"Bearer {relay.app.state.settings.results_token()}"}
+
+
 def test_ingest_stores_once(relay: Relay) -> None:
     url = relay.url + "/api/crcr/results"
-    first = httpx.post(url, json=_body())
-    second = httpx.post(url, json=_body())
+    first = httpx.post(url, json=_body(), headers=_auth(relay))
+    second = httpx.post(url, json=_body(), headers=_auth(relay))
     assert (first.status_code, first.json()) == (201, {"status": "stored"})
     assert (second.status_code, second.json()) == (200, {"status": "duplicate"})
     rows = _hud_rows(relay)
@@ -64,31 +68,41 @@ def test_ingest_stores_once(relay: Relay) -> None:
 
 def test_ingest_validation(relay: Relay) -> None:
     url = relay.url + "/api/crcr/results"
-    assert httpx.post(url, content=b"{nope").status_code == 400
+    assert httpx.post(url, content=b"{nope", headers=_auth(relay)).status_code == 400
     bad = _body()
     del bad["untrusted"]["callback_payload"]["workflow"]["status"]
-    resp = httpx.post(url, json=bad)
+    resp = httpx.post(url, json=bad, headers=_auth(relay))
     assert resp.status_code == 422
     assert any(e["loc"][-1] == "status" for e in resp.json()["detail"])
     wrong_level = copy.deepcopy(_body())
     wrong_level["trusted"]["downstream_repo_level"] = "L9"
-    assert httpx.post(url, json=wrong_level).status_code == 422
+    assert httpx.post(url, json=wrong_level, headers=_auth(relay)).status_code == 422
     too_many = _body()
     too_many["untrusted"]["callback_payload"]["workflow"]["failed_tests"] = ["x"] * 1001
-    assert httpx.post(url, json=too_many).status_code == 422
-    assert httpx.post(url, json=[1, 2]).status_code == 422
+    assert httpx.post(url, json=too_many, headers=_auth(relay)).status_code == 422
+    assert httpx.post(url, json=[1, 2], headers=_auth(relay)).status_code == 422
     assert _hud_rows(relay) == []
+
+
+@pytest.mark.parametrize("auth", [None, "Bearer wrong", "Basic abc", "Bearer tökén"])
+def test_ingest_needs_the_results_token(relay: Relay, auth: str | None) -> None:
+    headers = {"Authorization": auth.encode("utf-8")} if auth else {}  # raw UTF-8 bytes too
+    resp = httpx.post(relay.url + "/api/crcr/results", json=_body(), headers=headers)
+    assert resp.status_code == 401 and resp.headers["WWW-Authenticate"] == "Bearer"
+    assert "bearer token" in resp.json()["detail"] and _hud_rows(relay) == []
 
 
 def test_ingest_over_2mb_is_413(relay: Relay) -> None:
     body = _body()
     body["untrusted"]["callback_payload"]["payload"]["blob"] = "x" * (2 * 1024 * 1024)
-    resp = httpx.post(relay.url + "/api/crcr/results", content=json.dumps(body).encode())
+    resp = httpx.post(relay.url + "/api/crcr/results", content=json.dumps(body).encode(),
+                      headers=_auth(relay))
     assert resp.status_code == 413 and "limit" in resp.json()["detail"]
 
 
 def test_post_results_to_remote_dashboard(relay: Relay, tmp_path) -> None:
-    settings = Settings(dashboard_url=relay.url, database_url=f"sqlite:///{tmp_path / 'other.db'}")
+    settings = Settings(dashboard_url=relay.url, database_url=f"sqlite:///{tmp_path / 'other.db'}",
+                        dashboard_token=relay.app.state.settings.results_token())
     post_results(make_run("remote-1"), settings, level="L1")
     rows = _hud_rows(relay)
     assert [r.run_id for r in rows] == ["remote-1"]
