@@ -1,121 +1,24 @@
-"""Flaky-test quarantine (``relay.quarantine``): disable and re-enable proposals on SQLite and
-PostgreSQL, with DISABLED issues and comments filed on the fake GitHub over loopback HTTP."""
+"""Flaky-test quarantine (``relay.quarantine``): disable proposals on SQLite and PostgreSQL, with
+DISABLED issues filed on the fake GitHub over loopback HTTP (re-enable and release:
+``test_quarantine_reenable.py``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 from tenacity import wait_none
 
 from relay.github.client import GitHubClient
 from relay.models import Run
-from relay.quarantine import REENABLE_MARKER, evaluate
+from relay.quarantine import evaluate
 from relay.settings import Settings
-from relay.store import create_schema, make_engine, make_session_factory, save_run
-from relay.store.quarantine import QuarantineRecord
-from relay.store.regression import VerdictRecord
 from relay.store.tables import DeliveryRecord
 from test_specs.results import TestResult
-from tests.fakes.github import FakeGitHub
-from tests.pg import fresh_schema_url
-
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
-REPO = "acme/spyre-ci"
-MAIN = "refs/heads/main"
-T = "test/test_ops.py::TestCommonSPYRE::test_compare_cpu_softmax_spyre_float16"
-TITLE = f"DISABLED {T}"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'relay.db'}"
-    else:
-        yield from fresh_schema_url("relay_q")
-
-
-@pytest.fixture
-def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(db_url)
-    create_schema(engine)
-    yield make_session_factory(engine)
-    engine.dispose()
-
-
-@pytest.fixture
-def github(live_server: Callable[[Any], Any]) -> Iterator[tuple[FakeGitHub, GitHubClient]]:
-    fake = FakeGitHub()
-    url = live_server(fake.app()).url
-    with GitHubClient(url, "t0ken", attempts=2, wait=wait_none()) as client:
-        yield fake, client
-
-
-def settings_for(db_url: str, github_url: str = "http://127.0.0.1:9", **kw: Any) -> Settings:
-    fields: dict[str, Any] = dict(database_url=db_url, github_api_url=github_url,
-                                  quarantine_repo=REPO)
-    fields.update(kw)
-    return Settings(**fields)
-
-
-class Runs:
-    """Adds runs with one result per test to the store."""
-
-    def __init__(self, factory: sessionmaker[Session], now: datetime = NOW) -> None:
-        self.factory = factory
-        self.now = now
-        self.n = 0
-
-    def add(self, at: datetime, outcomes: dict[str, str], *, ref: str | None = MAIN,
-            trigger: str = "webhook", event: str | None = None,
-            verdicts: dict[str, str] | None = None, session: Session | None = None) -> str:
-        self.n += 1
-        run_id = f"r{self.n:04d}"
-        results = [TestResult(id=t, upstream="u", outcome=o)  # type: ignore[arg-type]
-                   for t, o in outcomes.items()]
-        delivery = None
-        s = session or self.factory()
-        if event is not None:
-            delivery = f"d-{run_id}"
-            s.add(DeliveryRecord(delivery_id=delivery, event=event, payload="{}"))
-        save_run(s, Run(id=run_id, base=f"{self.n - 1:040x}", head=f"{self.n:040x}",
-                        trigger=trigger, ref=ref,  # type: ignore[arg-type]
-                        delivery_id=delivery, started_at=at,
-                        finished_at=at + timedelta(minutes=20),
-                        conclusion=Run.conclude(results), results=results,
-                        counts=Run.count_outcomes(results)), commit=False)
-        s.add_all(VerdictRecord(run_id=run_id, test_id=t, verdict=v, head=outcomes[t], reason="r")
-                  for t, v in (verdicts or {}).items())
-        if session is None:
-            s.commit()
-            s.close()
-        return run_id
-
-    def flaky_at(self, *hours_ago: float, test: str = T, **kw: Any) -> None:
-        for h in hours_ago:
-            self.add(self.now - timedelta(hours=h), {test: "flaky", "other": "passed"}, **kw)
-
-    def greens(self, n: int, start: datetime, span: timedelta, test: str = T) -> None:
-        with self.factory() as s:
-            for i in range(n):
-                self.add(start + span * i / (n - 1), {test: "passed"}, session=s)
-            s.commit()
-
-
-def records(factory: sessionmaker[Session]) -> list[QuarantineRecord]:
-    with factory() as s:
-        return list(s.scalars(select(QuarantineRecord).order_by(QuarantineRecord.id)))
-
-
-def posts(fake: FakeGitHub, suffix: str) -> int:
-    return sum(1 for seen in fake.seen if seen.method == "POST" and seen.path.endswith(suffix))
+from tests.regression.quarantine_support import NOW, REPO, MAIN, T, TITLE, Runs, posts, records, settings_for
 
 
 def test_three_flaky_main_runs_file_one_issue_exactly_once(db_url, factory, github):
@@ -211,56 +114,6 @@ def test_a_github_failure_is_reported_and_retried_by_a_later_evaluation(db_url, 
         evaluate(s, settings, client, now=NOW + timedelta(minutes=6))
     assert [i["title"] for i in fake.issues[REPO]] == [TITLE]
     assert records(factory)[0].issue_number == 1
-
-
-def disable_then_green(factory, client, db_url, n: int, span: timedelta, **kw: Any):
-    runs = Runs(factory)
-    start = NOW - span - timedelta(hours=1)
-    runs.add(start - timedelta(hours=3), {T: "flaky"})
-    runs.add(start - timedelta(hours=2), {T: "flaky"})
-    runs.add(start - timedelta(hours=1), {T: "failed"}, verdicts={T: "FLAKY"})
-    settings = settings_for(db_url, **kw)
-    with factory() as s:
-        assert len(evaluate(s, settings, client, now=start).disabled) == 1
-    runs.greens(n, start, span)
-    return runs, settings
-
-
-def test_150_greens_over_8_days_propose_reenabling_once(db_url, factory, github):
-    fake, client = github
-    runs, settings = disable_then_green(factory, client, db_url, 150, timedelta(days=8))
-    with factory() as s:
-        report = evaluate(s, settings, client, now=NOW)
-    [p] = report.reenabled
-    assert (p.test_id, p.greens, p.issue_number) == (T, 150, 1) and p.green_days == 8.0
-    [comment] = fake.comments[(REPO, 1)]
-    assert REENABLE_MARKER in comment["body"] and "150 consecutive green runs" in comment["body"]
-    [rec] = records(factory)
-    assert rec.state == "reenable_proposed" and rec.reenable_proposed_at is not None
-    runs.greens(5, NOW, timedelta(hours=1))
-    with factory() as s:
-        assert evaluate(s, settings, client, now=NOW + timedelta(hours=2)).reenabled == []
-    assert len(fake.comments[(REPO, 1)]) == 1 and posts(fake, "/comments") == 1
-
-
-def test_150_greens_within_3_days_are_not_enough(db_url, factory, github):
-    fake, client = github
-    _, settings = disable_then_green(factory, client, db_url, 150, timedelta(days=3))
-    with factory() as s:
-        assert evaluate(s, settings, client, now=NOW).reenabled == []
-    [rec] = records(factory)
-    assert (rec.state, rec.greens) == ("disabled", 150) and fake.comments == {}
-
-
-def test_a_failure_restarts_the_green_count(db_url, factory, github):
-    fake, client = github
-    runs, settings = disable_then_green(factory, client, db_url, 150, timedelta(days=8))
-    runs.add(NOW - timedelta(minutes=30), {T: "failed"})
-    runs.add(NOW - timedelta(minutes=20), {T: "skipped"})  # neither counts nor breaks
-    runs.add(NOW - timedelta(minutes=10), {T: "passed"})
-    with factory() as s:
-        assert evaluate(s, settings, client, now=NOW).reenabled == []
-    assert records(factory)[0].greens == 1 and fake.comments == {}
 
 
 def test_thresholds_come_from_settings(db_url, factory, github, monkeypatch):
@@ -400,23 +253,3 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
     assert flaky["recent"]["quarantine"]["issue_url"] == row["issue_url"]
 
 
-def test_closing_the_disabled_issue_releases_the_test(db_url, factory, github):
-    fake, client = github
-    runs = Runs(factory)
-    runs.flaky_at(5, 3, 1)
-    settings = settings_for(db_url, str(client._http.base_url))
-    with factory() as s:
-        first = evaluate(s, settings, client, now=NOW)
-    [p] = first.disabled
-    with factory() as s:
-        assert evaluate(s, settings, client, now=NOW).released == []  # still open: kept
-    fake.issues[REPO][0]["state"] = "closed"  # a maintainer closes DISABLED <test id>
-    with factory() as s:
-        report = evaluate(s, settings, client, now=NOW + timedelta(hours=7))
-    assert report.released == [T] and report.quarantined == 0 and records(factory) == []
-    runs.flaky_at(-8, -9, -10)  # flaky again later: a new issue is filed
-    with factory() as s:
-        again = evaluate(s, settings, client, now=NOW + timedelta(hours=11))
-    assert [q.test_id for q in again.disabled] == [T]
-    assert again.disabled[0].issue_number != p.issue_number
-    assert [i["state"] for i in fake.issues[REPO]] == ["closed", "open"]
