@@ -108,6 +108,20 @@ class Settings(BaseSettings):
             raise ValueError("must be owner/repo")
         return v.strip()
 
+    @field_validator("dashboard_token")
+    @classmethod
+    def _token_text(cls, v: SecretStr | None) -> SecretStr | None:
+        """Blank means unset (a compose file's empty ``${VAR}``); surrounding spaces are dropped;
+        a token must be printable ASCII (it travels in an HTTP header)."""
+        if v is None:
+            return None
+        text = v.get_secret_value().strip()
+        if not text:
+            return None
+        if not text.isascii() or not text.isprintable():
+            raise ValueError("must be printable ASCII (it is sent as an HTTP bearer token)")
+        return SecretStr(text)
+
     @field_validator("rate_limit_storage")
     @classmethod
     def _limits_scheme(cls, v: str | None) -> str | None:

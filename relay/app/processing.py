@@ -220,12 +220,16 @@ def process_delivery(
             run = processor(delivery, settings)
         status, error = "processed", fanout_error
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
-        log.exception("delivery %s failed", delivery_id)
         status, error = "failed", f"{type(exc).__name__}: {exc}"[:10_000]
         if retry is not None and transient(exc) and delivery.attempts < MAX_ATTEMPTS:
             delay = retry_delay_s(delivery.attempts)
             status = "received"
             error = f"attempt {delivery.attempts} of {MAX_ATTEMPTS} failed, retried in {delay:g} s: {error}"
+            log.warning("delivery %s: %s", delivery_id, error.splitlines()[0])
+        else:
+            if transient(exc):
+                error = f"failed after {delivery.attempts} attempts: {error}"
+            log.exception("delivery %s failed", delivery_id)
 
     def finish() -> None:
         """The run, its report (outbox) and the delivery's final state in ONE transaction."""

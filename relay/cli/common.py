@@ -21,8 +21,16 @@ db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 app.add_typer(db_app, name="db")
 # Piped or redirected stderr (CI logs) gets 160 columns instead of rich's 80, so test ids and
 # tables are not broken over lines; timestamps stay on ``log`` lines, source paths do not.
-err = Console(stderr=True, log_path=False,
-              width=None if sys.stderr.isatty() else int(os.environ.get("COLUMNS") or 160))
+def _piped_width() -> int:
+    """``COLUMNS`` when it is a sane number, else 160 (rich's own default would be 80)."""
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return 160
+    return width if 40 <= width <= 1000 else 160
+
+
+err = Console(stderr=True, log_path=False, width=None if sys.stderr.isatty() else _piped_width())
 # Import-time deprecation notices and sample-level numeric warnings of torch's test machinery are
 # noise in a CLI's output; warnings of our own code still show.
 warnings.filterwarnings("ignore", module=r"torch(\.|$)")

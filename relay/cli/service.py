@@ -26,7 +26,8 @@ def serve(
     settings = settings_or_fail()
     # the relay's own INFO lines (delivery started/finished, quarantine, catch-up) next to
     # uvicorn's, in the same format
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s:     %(name)s: %(message)s")
     try:
         settings.require_webhook_secret()
         application = create_app(settings)

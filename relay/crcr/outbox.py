@@ -7,8 +7,10 @@ back the newer rows of its kind — and hands each to the handler for its kind:
 
 * ``hud``: POST the body to ``{dashboard}/api/crcr/results`` (this relay in-process when
   ``RELAY_DASHBOARD_URL`` is unset); 2xx → delivered, 5xx / transport error → retried after
-  ``backoff_s · 2^attempts`` (≤ 300 s) for as long as the dashboard is down, other 4xx →
-  ``dead`` with the answer kept;
+  ``backoff_s · 2^attempts`` (≤ 300 s) for as long as the dashboard is down — and on 401, 403,
+  408 and 429 too (a token being rotated or a rate limit: fixable, so results are kept waiting,
+  in order, rather than dropped); other 4xx (the body itself refused) → ``dead`` with the answer
+  kept;
 * ``check`` / ``comment``: ``relay.crcr.checks.sync_check`` / ``sync_comment`` against GitHub
   (``GitHubAPIError`` 5xx/429/0 → retried, other 4xx → dead).
 
@@ -17,6 +19,9 @@ after 6 h → ``timed_out``).  One thread: rows are handled one at a time, in id
 """
 
 from __future__ import annotations
+
+#: dashboard answers that say "not now" rather than "never": retried like a 5xx
+RETRIED_4XX = frozenset({401, 403, 408, 429})
 
 import json
 import logging
@@ -54,8 +59,8 @@ def hud_handler(send: Callable[[bytes], httpx.Response]) -> Handler:
             resp = send(data)
         except httpx.TransportError as exc:
             raise Retry(f"{type(exc).__name__}: {exc}") from None
-        if resp.status_code >= 500:
-            raise Retry(f"dashboard answered {resp.status_code}")
+        if resp.status_code >= 500 or resp.status_code in RETRIED_4XX:
+            raise Retry(f"dashboard answered {resp.status_code}: {resp.text[:200]}")
         if resp.status_code >= 400:
             raise ValueError(f"dashboard refused the body: {resp.status_code} {resp.text[:500]}")
 

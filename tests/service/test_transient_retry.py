@@ -98,3 +98,14 @@ def test_a_serving_relay_retries_a_transient_failure_by_itself(relay, recorder, 
         assert time.monotonic() < deadline, (row.status, row.error)
         time.sleep(0.05)
     assert row.attempts == 2 and [d.id for d in recorder.calls] == ["t-1", "t-1"]
+
+
+def test_the_last_attempt_says_how_many_were_made(factory) -> None:
+    def broken(delivery, settings):
+        raise GitHubAPIError(0, "/x", "ConnectError")
+
+    for _ in range(MAX_ATTEMPTS):
+        process_delivery("d-1", session_factory=factory, settings=Settings(), processor=broken,
+                         retry=lambda d, s: None)
+    with factory() as s:
+        assert get_delivery(s, "d-1").error.startswith(f"failed after {MAX_ATTEMPTS} attempts: GitHubAPIError")
