@@ -38,9 +38,8 @@ from relay.app.writer import DeliveryWriter
 from relay.store.checkpoint import WalCheckpointer, background_checkpoints
 from relay.app.processing import Processor, default_processor, process_delivery
 from relay.github.webhooks import Delivery
-from relay.hud.client import build_hud_body, make_sender
+from relay.hud.client import enqueue_result, make_sender
 from relay.models import Run
-from relay.store.outbox import enqueue
 from sqlalchemy.orm import Session
 from relay.settings import Settings, get_settings
 from relay.store import (
@@ -175,14 +174,8 @@ def create_app(
         return entry.level if entry is not None else None
 
     def _report(session: Session, run: Run, delivery: Delivery) -> None:
-        level = _local_level()
-        if level not in ("L2", "L3", "L4"):
-            return
-        queue_ms = max(0.0, (run.started_at - delivery.received_at).total_seconds() * 1000.0)
-        body = build_hud_body(run, settings, level=level or "L2", event_type=delivery.event,
-                              queue_ms=queue_ms)
-        enqueue(session, "hud", body.model_dump(mode="json"))
-        wrote.set()
+        if enqueue_result(session, run, delivery, settings, _local_level()):
+            wrote.set()
 
     def _local(delivery: Delivery, s: Settings) -> Run | None:
         if _local_level() is None:

@@ -37,8 +37,7 @@ def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Sessi
     from relay.crcr.checks import on_labeled
     from relay.crcr.fanout import FanoutContext, fan_out
     from relay.github.client import GitHubClient
-    from relay.hud.client import build_hud_body
-    from relay.store.outbox import enqueue
+    from relay.hud.client import enqueue_result
 
     allowlist = _allowlist(settings)
 
@@ -50,13 +49,7 @@ def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Sessi
         return default_processor(delivery, s) if level() is not None else None
 
     def report(session: Session, run: Run, delivery: Delivery) -> None:
-        lvl = level()
-        if lvl not in ("L2", "L3", "L4"):
-            return
-        queue_ms = max(0.0, (run.started_at - delivery.received_at).total_seconds() * 1000.0)
-        body = build_hud_body(run, settings, level=lvl, event_type=delivery.event,
-                              queue_ms=queue_ms)
-        enqueue(session, "hud", body.model_dump(mode="json"))
+        enqueue_result(session, run, delivery, settings, level())
 
     ctx = FanoutContext(sf, settings, allowlist, lambda: GitHubClient.from_settings(settings))
 

@@ -194,3 +194,19 @@ def post_results(
     if resp.status_code >= 400:
         raise HudPostError(resp.status_code, url, resp.text)
     log.info("posted results of run %s to %s (%d bytes)", run.id, url, len(data))
+
+
+def enqueue_result(session: Any, run: Run, delivery: Any, settings: Settings,
+                   level: str | None) -> bool:
+    """Write ``run``'s HUD body as an outbox row in ``session``'s transaction (the caller
+    commits it with the run) when the local backend's ``level`` reports to the dashboard
+    (L2–L4, as CRCR); ``queue_ms`` is the delivery's wait from acceptance to the run's start.
+    Returns whether a row was written."""
+    from relay.store.outbox import enqueue
+
+    if level not in ("L2", "L3", "L4"):
+        return False
+    queue_ms = max(0.0, (run.started_at - delivery.received_at).total_seconds() * 1000.0)
+    body = build_hud_body(run, settings, level=level, event_type=delivery.event, queue_ms=queue_ms)
+    enqueue(session, "hud", body.model_dump(mode="json"))
+    return True
