@@ -122,8 +122,23 @@ def create_schema(engine: Engine) -> None:
             command.upgrade(cfg, "head")
 
 
+class DatabaseFileGone(RuntimeError):
+    """The SQLite file this process opened was deleted (or moved) under it: SQLite would go on
+    writing into the unlinked inode, and everything written would vanish at restart."""
+
+
+def check_file(session: Session) -> None:
+    """For a SQLite file database, raise ``DatabaseFileGone`` when the file is no longer at its
+    path (one ``stat``); nothing for other databases."""
+    url = session.get_bind().url
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        if not Path(url.database).exists():
+            raise DatabaseFileGone(f"SQLite database file {url.database} was removed")
+
+
 def ping(session: Session) -> None:
-    """Run ``SELECT 1``; raises the driver's error when the database is unreachable."""
+    """Run ``SELECT 1`` (and ``check_file``); raises when the database is unreachable."""
+    check_file(session)
     session.execute(text("SELECT 1"))
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.github.webhooks import Delivery
+from relay.store.db import check_file
 from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, as_utc, utcnow
 
 _T = DeliveryRecord.__table__
@@ -74,6 +75,7 @@ def insert_deliveries(session: Session, rows: list[dict[str, Any]]) -> list[bool
     constraint (a redelivery, or two copies in the same batch) it is rolled back and every row
     is inserted on its own, so each duplicate is found exactly as by ``insert_delivery``.
     """
+    check_file(session)  # never acknowledge into a deleted SQLite file
     now = utcnow()
     values = [{"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
                "hook_id": r.get("hook_id"), "payload": r["payload"],

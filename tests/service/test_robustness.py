@@ -102,3 +102,20 @@ def test_odd_header_and_action_values_are_4xx_or_stored_safely_on_both_databases
         for d in ("nul-1", "huge-1"):
             row = get_delivery(s, d)
             assert row.status == "ignored" and row.action is None
+
+
+def test_a_deleted_sqlite_file_is_refused_not_written_into(relay: Relay) -> None:
+    """Deleting the database under a serving relay: intake answers 503 (GitHub marks the
+    delivery failed; catch-up can redeliver it later) instead of 202s that vanish at restart."""
+    import os
+    from pathlib import Path
+
+    assert relay.sender.send("push", {"ref": "refs/heads/main"}, delivery_id="before").status_code in (200, 202)
+    db = Path(relay.app.state.settings.database_url.removeprefix("sqlite:///"))
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{db}{suffix}"):
+            os.unlink(f"{db}{suffix}")
+    resp = relay.sender.send("pull_request", pull_request_payload(), delivery_id="after")
+    assert resp.status_code == 503 and resp.json() == {"detail": "delivery not stored: DatabaseFileGone"}
+    health = httpx.get(relay.url + "/healthz")
+    assert health.status_code == 503 and health.json()["database"] == "DatabaseFileGone"
