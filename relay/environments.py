@@ -234,14 +234,7 @@ def prepare(text: str, state_dir: Path, providers: list[Provider] | None = None)
 
     Raises ``EnvironmentError_`` for an unknown kind, a failed build or malformed faults.
     """
-    spec = EnvSpec.parse(text)
-    if spec.faults:
-        from spyre_backend.faults import parse_faults
-
-        try:
-            parse_faults(spec.faults)
-        except ValueError as exc:
-            raise EnvironmentError_(f"environment {text!r}: {exc}") from None
+    spec = validate(text, providers)
     for provider in providers or PROVIDERS:
         if provider.accepts(spec):
             env = provider.build(spec, state_dir)

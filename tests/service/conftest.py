@@ -14,6 +14,7 @@ import pytest
 
 from tests.pg import fresh_schema_url
 from fastapi import FastAPI
+from sqlalchemy.orm import Session, sessionmaker
 
 from relay.app import create_app
 from relay.github.webhooks import Delivery
@@ -156,3 +157,22 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'relay.db'}"
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def one_delivery(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """A session factory on ``tmp_path/relay.db`` holding one ``received`` pull_request
+    delivery ``d-1`` (for driving ``process_delivery`` directly)."""
+    import json
+
+    from relay.store import create_schema, insert_delivery, make_engine, make_session_factory
+    from tests.fakes.github import pull_request_payload
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'relay.db'}")
+    create_schema(engine)
+    sf = make_session_factory(engine)
+    with sf() as s:
+        insert_delivery(s, delivery_id="d-1", event="pull_request", action="opened",
+                        payload=json.dumps(pull_request_payload()))
+    yield sf
+    engine.dispose()

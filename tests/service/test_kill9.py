@@ -46,16 +46,22 @@ def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
     raise AssertionError("relay serve did not become healthy:\n" + log.read_text()[-2000:])
 
 
-def test_kill9_between_ack_and_processing_then_restart(tmp_path, fake_github) -> None:
-    fake, gh_url = fake_github
-    fake.dispatch_hold = True
+def serve_env(tmp_path: Path, gh_url: str) -> tuple[dict[str, str], str, Path]:
+    """The environment of a ``relay serve`` subprocess dispatching to the fake GitHub
+    (``acme/l2-ci`` at L2), its database URL, and its log file."""
     allowlist = tmp_path / "allowlist.yaml"
     allowlist.write_text("L2: [acme/l2-ci]\n")
     db = f"sqlite:///{tmp_path / 'relay.db'}"
     env = {**os.environ, "RELAY_WEBHOOK_SECRET": SECRET, "RELAY_DATABASE_URL": db,
            "RELAY_GITHUB_API_URL": gh_url, "RELAY_ALLOWLIST": str(allowlist),
            "RELAY_STATE_DIR": str(tmp_path), "RELAY_OUTBOX_POLL_S": "0.1"}
-    log = tmp_path / "serve.log"
+    return env, db, tmp_path / "serve.log"
+
+
+def test_kill9_between_ack_and_processing_then_restart(tmp_path, fake_github) -> None:
+    fake, gh_url = fake_github
+    fake.dispatch_hold = True
+    env, db, log = serve_env(tmp_path, gh_url)
 
     proc, url = _serve(env, log)
     sender = WebhookSender(url, SECRET)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -13,32 +12,17 @@ from relay.app.processing import process_delivery
 from relay.settings import Settings
 from relay.store import (
     claim_delivery,
-    create_schema,
     get_delivery,
-    insert_delivery,
-    make_engine,
-    make_session_factory,
     reset_stale_processing,
     save_run,
 )
 from relay.store.tables import RunRecord
-from tests.fakes.github import pull_request_payload
 from tests.fakes.runs import make_run
 
 
-def _setup(tmp_path: Path):
-    db = tmp_path / "relay.db"
-    engine = make_engine(f"sqlite:///{db}")
-    create_schema(engine)
-    factory = make_session_factory(engine)
-    with factory() as s:
-        insert_delivery(s, delivery_id="d-1", event="pull_request", action="opened",
-                        payload=json.dumps(pull_request_payload()))
-    return db, engine, factory
-
-
-def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failing(tmp_path: Path) -> None:
-    db, engine, factory = _setup(tmp_path)
+def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failing(
+        tmp_path: Path, one_delivery) -> None:
+    db, factory = tmp_path / "relay.db", one_delivery
     held, release = threading.Event(), threading.Event()
 
     def hold_lock() -> None:  # another process's long write transaction
@@ -61,11 +45,10 @@ def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failin
     with factory() as s:
         assert get_delivery(s, "d-1").status == "processed"
         assert s.query(RunRecord).count() == 1
-    engine.dispose()
 
 
-def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(tmp_path: Path) -> None:
-    _db, engine, factory = _setup(tmp_path)
+def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(one_delivery) -> None:
+    factory = one_delivery
     with factory() as s:
         assert claim_delivery(s, "d-1")  # processing when the relay died...
         save_run(s, make_run("run-d1", delivery_id="d-1", trigger="webhook"))  # ...its run stored
@@ -82,4 +65,3 @@ def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(t
     with factory() as s:
         assert [r.id for r in s.query(RunRecord)] == ["run-d1"]
         assert get_delivery(s, "d-1").status == "processed"
-    engine.dispose()

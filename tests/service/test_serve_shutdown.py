@@ -3,14 +3,13 @@ the delivery stays in the database and a restarted ``relay serve`` processes it 
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 
 from relay.store import get_delivery, make_engine, make_session_factory
 from tests.fakes.github import WebhookSender, pull_request_payload
 from tests.service.conftest import SECRET
-from tests.service.test_kill9 import _serve, restart_and_finish
+from tests.service.test_kill9 import _serve, restart_and_finish, serve_env
 
 #: What "prompt" means here: uvicorn's own shutdown plus the relay's bounded grace period.
 PROMPT_S = 3.0
@@ -19,13 +18,7 @@ PROMPT_S = 3.0
 def test_sigterm_while_processing_stops_promptly_and_restart_finishes(tmp_path, fake_github) -> None:
     fake, gh_url = fake_github
     fake.dispatch_hold = True  # the delivery in hand blocks in its repository_dispatch call
-    allowlist = tmp_path / "allowlist.yaml"
-    allowlist.write_text("L2: [acme/l2-ci]\n")
-    db = f"sqlite:///{tmp_path / 'relay.db'}"
-    env = {**os.environ, "RELAY_WEBHOOK_SECRET": SECRET, "RELAY_DATABASE_URL": db,
-           "RELAY_GITHUB_API_URL": gh_url, "RELAY_ALLOWLIST": str(allowlist),
-           "RELAY_STATE_DIR": str(tmp_path), "RELAY_OUTBOX_POLL_S": "0.1"}
-    log = tmp_path / "serve.log"
+    env, db, log = serve_env(tmp_path, gh_url)
 
     proc, url = _serve(env, log)
     sender = WebhookSender(url, SECRET)

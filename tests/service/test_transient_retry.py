@@ -3,29 +3,20 @@ instead of being lost; a permanent failure is not; retries stop after MAX_ATTEMP
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 
 from relay.app.processing import MAX_ATTEMPTS, process_delivery, retry_delay_s, transient
 from relay.errors import GitHubAPIError
 from relay.settings import Settings
-from relay.store import create_schema, get_delivery, insert_delivery, make_engine, make_session_factory
+from relay.store import get_delivery
 from tests.fakes.github import pull_request_payload
 from tests.fakes.runs import make_run
 
 
 @pytest.fixture
-def factory(tmp_path: Path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'relay.db'}")
-    create_schema(engine)
-    sf = make_session_factory(engine)
-    with sf() as s:
-        insert_delivery(s, delivery_id="d-1", event="pull_request", action="opened",
-                        payload=json.dumps(pull_request_payload()))
-    yield sf
-    engine.dispose()
+def factory(one_delivery):
+    return one_delivery
 
 
 def test_transient_failures_are_retried_then_succeed(factory) -> None:
