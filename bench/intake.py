@@ -83,7 +83,7 @@ def fastapi_factory():  # noqa: ANN201 - uvicorn --factory entry
 
 def relay_factory():  # noqa: ANN201 - uvicorn --factory entry
     """The relay app from the environment, as ``relay serve`` builds it."""
-    from relay.app import create_app
+    from relay.service import create_app
     from relay.settings import get_settings
 
     return create_app(get_settings())

@@ -18,7 +18,7 @@ Measures (printed, and with ``--json`` written as one object):
   median and max over the *typical* cases (1–5 files), each the median of ``--repeat`` runs,
   after the indexes are built.
 
-The universe is the real spec items (``relay.pipeline.load_items``) plus generated items of
+The universe is the real spec items (``relay.pipeline.run.load_items``) plus generated items of
 the same shape standing for upstream file tests (``test/test_ops.py::TestCommon::test_out[op-dtype]``
 …), up to ``--universe`` (default 50,000).  A generated item's op-index entry is its op's real
 captured entry when the real specs have one, else ``aten::<op name>``; they are stand-ins for
@@ -165,7 +165,7 @@ def _p90(values: list[float]) -> float:
 
 def build_selector(target: int, cache_dir: Path):
     """The Selector over the real specs plus generated items (indexes from ``cache_dir``)."""
-    from relay.pipeline import default_specs, load_items
+    from relay.pipeline.run import default_specs, load_items
     from selection.index import _opinfo_table, opinfo_generators
     from selection.pipeline import Selector
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from relay.distributed.config import DistributedSettings  # noqa: E402
-from relay.distributed.executor import CeleryExecutor  # noqa: E402
+from relay.worker.celery.config import DistributedSettings  # noqa: E402
+from relay.worker.celery.executor import CeleryExecutor  # noqa: E402
 
 
 def _items(spec: Path, n: int) -> list[str]:

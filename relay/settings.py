@@ -16,22 +16,22 @@ OIDC JWTs as callback tokens; ``RELAY_CALLBACK_RATE_PER_MIN`` (100, CRCR);
 ``RELAY_OUTBOX_BACKOFF_S`` (the deliverer's poll interval and first retry wait, seconds);
 ``RELAY_DISPATCH_MAX_WAIT_S`` (longest rate-limit wait honoured per dispatch retry).
 
-Quarantine (``relay.quarantine``): ``RELAY_QUARANTINE_REPO`` (``org/repo`` receiving
+Quarantine (``relay.quarantine.policy``): ``RELAY_QUARANTINE_REPO`` (``org/repo`` receiving
 ``DISABLED <test id>`` issues; unset = records only), ``RELAY_QUARANTINE_MAIN_REF``
 (``refs/heads/main``), ``RELAY_QUARANTINE_WINDOW_H`` (6), ``RELAY_QUARANTINE_FLAKY_RUNS`` (2:
 flaky in more runs than this within the window disables), ``RELAY_QUARANTINE_REENABLE_GREENS``
 (150) and ``RELAY_QUARANTINE_REENABLE_DAYS`` (7): PyTorch HUD's thresholds.
 
-Regression: ``RELAY_COMMIT_ENV`` maps upstream commits to environments (``relay.commit_envs``:
+Regression: ``RELAY_COMMIT_ENV`` maps upstream commits to environments (``relay.envs.commits``:
 ``git-faults:<upstream checkout>`` or a template with ``{sha}``); set, pushes and pull requests
 run head against base and pushes with NEW failures are bisected for a culprit.
 
-Catch-up (``relay.catchup``): ``RELAY_CATCHUP_HOOK_ID`` is the id of the ``RELAY_UPSTREAM_REPO``
+Catch-up (``relay.github.catchup``): ``RELAY_CATCHUP_HOOK_ID`` is the id of the ``RELAY_UPSTREAM_REPO``
 webhook that delivers to this relay; set, ``relay serve`` asks GitHub at startup to redeliver
 what failed while the relay was down (hook-deliveries API, 3 days back at most).
 
 There is no module-level settings object: call ``get_settings()`` where needed, or pass a
-``Settings`` to ``relay.app.create_app``.
+``Settings`` to ``relay.service.create_app``.
 """
 
 from __future__ import annotations
@@ -87,14 +87,14 @@ class Settings(BaseSettings):
     outbox_backoff_s: float = 1.0
     dispatch_max_wait_s: float = 60.0
     commit_env: str | None = None
-    # flaky-test quarantine (relay.quarantine; PyTorch HUD's disable / re-enable flow)
+    # flaky-test quarantine (relay.quarantine.policy; PyTorch HUD's disable / re-enable flow)
     quarantine_repo: str | None = None  # org/repo for DISABLED issues; unset = records only
     quarantine_main_ref: str = "refs/heads/main"
     quarantine_window_h: float = Field(6.0, gt=0, le=24 * 90)  # at most 90 days
     quarantine_flaky_runs: int = Field(2, ge=0, le=10_000)  # flaky in MORE than this many runs
     quarantine_reenable_greens: int = Field(150, gt=0, le=1_000_000)
     quarantine_reenable_days: float = Field(7.0, ge=0, le=3650)
-    # webhook catch-up (relay.catchup): the id of the UPSTREAM_REPO webhook pointing at this
+    # webhook catch-up (relay.github.catchup): the id of the UPSTREAM_REPO webhook pointing at this
     # relay; set, `relay serve` redelivers at startup what GitHub failed to deliver meanwhile
     catchup_hook_id: int | None = Field(None, ge=1)
 
@@ -147,7 +147,7 @@ class Settings(BaseSettings):
     def _commit_env(cls, v: str | None) -> str | None:
         if v is None or not v.strip():
             return None
-        from relay.commit_envs import parse_commit_env  # lazy: settings stay import-light
+        from relay.envs.commits import parse_commit_env  # lazy: settings stay import-light
 
         parse_commit_env(v)  # CommitEnvError (a ValueError) names the problem
         return v.strip()

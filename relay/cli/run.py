@@ -12,7 +12,7 @@ import typer
 from relay.cli.common import app, err, fail, settings_or_fail, specs_app
 
 def _read_change(ref: str):
-    from relay.inputs import InputError, load_changeset
+    from relay.changes.inputs import InputError, load_changeset
 
     try:
         return load_changeset(ref)
@@ -22,7 +22,7 @@ def _read_change(ref: str):
 
 def _spec_files(spec: list[Path] | None) -> list[Path] | None:
     """``--spec`` values with directories expanded to their spec files (``None`` stays None)."""
-    from relay.inputs import InputError, spec_files
+    from relay.changes.inputs import InputError, spec_files
 
     try:
         return spec_files(spec) if spec else None
@@ -34,8 +34,8 @@ def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_e
     """``A..B`` (or one commit) in the checkout ``upstream``: the change set, its commits, and
     — with ``RELAY_COMMIT_ENV`` — the commit → environment resolver and both sides' environments
     (explicit ``--head-env`` / ``--base-env`` win)."""
-    from relay.commit_envs import CommitEnvError, from_settings
-    from relay.gitrange import GitRangeError, git_range
+    from relay.envs.commits import CommitEnvError, from_settings
+    from relay.changes.gitrange import GitRangeError, git_range
 
     try:
         found = git_range(upstream, ref, upstream=settings.upstream_repo)
@@ -68,11 +68,11 @@ def replay(
     Exit status: 0 when the run's conclusion is success or neutral, 1 when it is failure,
     2 for bad input.
     """
-    from relay.environments import EnvironmentError_
-    from relay.pipeline import SpecsInvalid, run_change
-    from relay.render import BarProgress, print_outcome
+    from relay.envs.environments import EnvironmentError_
+    from relay.pipeline.run import SpecsInvalid, run_change
+    from relay.cli.render import BarProgress, print_outcome
 
-    from relay.environments import validate, version_pair
+    from relay.envs.environments import validate, version_pair
 
     settings = settings_or_fail().model_copy(update={"backend": backend})
     for env_text in (head_env, base_env):
@@ -85,7 +85,7 @@ def replay(
     pair = version_pair(ref) if not Path(ref).exists() else None
     commits = commit_env = None
     if pair is not None:
-        from relay.inputs import InputError, changeset_from_versions
+        from relay.changes.inputs import InputError, changeset_from_versions
 
         err.print(f"building the change set {pair[0]} → {pair[1]} from the release wheels …")
         try:
@@ -142,9 +142,9 @@ def select(
     """Stages 1–3 only: print which tests a change selects, with reasons (design §4 with --json)."""
     from rich.markup import escape
 
-    from relay.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
-    from relay.pipeline import default_specs, load_items
-    from relay.render import stage_table
+    from relay.changes.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
+    from relay.pipeline.run import default_specs, load_items
+    from relay.cli.render import stage_table
     from selection.budget import durations_from_db
     from selection.pipeline import Selector, to_selection
 
@@ -223,7 +223,7 @@ def specs_check(
     strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any."""
-    from relay.pipeline import default_specs
+    from relay.pipeline.run import default_specs
     from test_specs.loader import check_specs
 
     targets = _spec_files(paths) if paths else default_specs()

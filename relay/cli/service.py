@@ -20,7 +20,7 @@ def serve(
 
     import uvicorn
 
-    from relay.app import create_app
+    from relay.service import create_app
     from relay.errors import ConfigError
 
     settings = settings_or_fail()
@@ -50,8 +50,8 @@ def worker(
     from relay.errors import ConfigError
 
     try:
-        from relay.distributed.config import DistributedSettings
-        from relay.distributed.worker import start_worker
+        from relay.worker.celery.config import DistributedSettings
+        from relay.worker.celery.worker import start_worker
     except ImportError as exc:
         fail(f"relay worker needs Celery: pip install 'celery[redis]' ({exc})")
     try:
@@ -83,7 +83,7 @@ def quarantine(
     from rich.text import Text
     from sqlalchemy.exc import SQLAlchemyError
 
-    from relay.quarantine import evaluate
+    from relay.quarantine.policy import evaluate
     from relay.store import create_schema, make_engine, make_session_factory
 
     settings = settings_or_fail()
@@ -133,7 +133,7 @@ def catch_up_cmd(
     from rich.text import Text
     from sqlalchemy.exc import SQLAlchemyError
 
-    from relay.catchup import catch_up_from_settings, parse_since
+    from relay.github.catchup import catch_up_from_settings, parse_since
     from relay.errors import ConfigError, GitHubAPIError
     from relay.store import create_schema, make_engine, make_session_factory
 

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from relay.crcr.tokens import Caller
 from relay.errors import CallbackForbidden, CallbackTransitionError, CallbackUnknown
-from relay.hud.models import HudBody, Workflow
+from relay.reporting.models import HudBody, Workflow
 from relay.store.dispatches import get_dispatch
 from relay.store.jobs import complete_job, get_job, start_job
 from relay.store.outbox import enqueue

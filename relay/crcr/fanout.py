@@ -1,6 +1,6 @@
 """Fan-out: one ``repository_dispatch`` per allowlisted downstream repo for each delivery.
 
-Called once per processed delivery (by ``relay.app.processing.process_delivery``, after the
+Called once per processed delivery (by ``relay.worker.processing.process_delivery``, after the
 delivery is claimed and before the local backend runs).  For each external allowlist entry:
 
 1. the dispatch row is written (``pending``) and committed *before* the call;

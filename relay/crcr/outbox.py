@@ -1,7 +1,7 @@
 """The outbox deliverer: a background thread that delivers pending outbox rows with retries,
 and runs the zombie sweeper.
 
-Started once per app (``relay.app.factory``), it wakes every ``poll_s`` seconds (or at once
+Started once per app (``relay.service.factory``), it wakes every ``poll_s`` seconds (or at once
 after ``kick()``), takes due rows oldest first — FIFO per kind: a row that must wait holds
 back the newer rows of its kind — and hands each to the handler for its kind:
 
@@ -51,7 +51,7 @@ Handler = Callable[[Session, dict[str, Any]], None]
 
 
 def hud_handler(send: Callable[[bytes], httpx.Response]) -> Handler:
-    """A ``hud`` handler posting bodies with ``send`` (``relay.hud.client.make_sender``)."""
+    """A ``hud`` handler posting bodies with ``send`` (``relay.reporting.hud.make_sender``)."""
 
     def handle(_session: Session, body: dict[str, Any]) -> None:
         data = json.dumps(body, separators=(",", ":")).encode("utf-8")

@@ -3,7 +3,7 @@
 A moving window of ``limit`` hits per ``window_s`` per key, kept by the ``limits`` library in
 the storage named by ``storage_uri``: ``memory://`` for a single ``relay serve`` process, or
 ``redis://host:port/db`` so that every relay process behind a load balancer (the compose
-stack's, or ``uvicorn --workers N``) shares one count per repo.  ``relay.app.factory`` picks
+stack's, or ``uvicorn --workers N``) shares one count per repo.  ``relay.service.factory`` picks
 Redis when ``RELAY_RATE_LIMIT_STORAGE`` says so or the broker is Redis.
 
 ``check`` is called once per authenticated callback and raises ``CallbackRateLimited`` with the

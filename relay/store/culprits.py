@@ -1,6 +1,6 @@
 """Persistence of culprit findings: the first bad commit of a push range, one row per run.
 
-``culprits``  the commit a bisection (``relay.culprit.bisect``) blamed for a run's NEW
+``culprits``  the commit a bisection (``relay.domain.culprit.bisect``) blamed for a run's NEW
               failures, the tests it breaks, the rounds it took and each round's commit and
               failures (JSON)
 """
@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from relay.culprit import BisectStep, Culprit
+from relay.domain.culprit import BisectStep, Culprit
 from relay.store.tables import Base, RunRecord, utcnow
 
 __all__ = ["CulpritRecord", "save_culprit", "load_culprit", "load_culprits", "runs_blaming"]

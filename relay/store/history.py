@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from relay.store.regression import VerdictRecord
 from relay.store.tables import DispatchRecord, JobRecord, RunRecord, TestResultRecord
-from relay.verdicts import Verdict
+from relay.domain.verdicts import Verdict
 
 __all__ = ["runs_for_commit", "jobs_for_commit", "test_history", "flaky_tests", "local_runs_since",
            "notable_verdicts", "NOTABLE"]

@@ -5,7 +5,7 @@
                 ``reenable_proposed`` (enough consecutive greens since), with the issue's repo,
                 number and URL and when each step happened
 
-The read side the policy (``relay.quarantine``) works on is here too: which tests were flaky in
+The read side the policy (``relay.quarantine.policy``) works on is here too: which tests were flaky in
 which main-branch runs of a time window, and each quarantined test's streak of greens.  A
 *main-branch run* is a run whose ``ref`` is the main ref, of a trigger that runs upstream
 commits (``webhook``, ``replay``), and not made for a ``pull_request`` delivery (a PR run carries
@@ -98,7 +98,7 @@ def flaky_runs(session: Session, *, main_ref: str, since: datetime, until: datet
                triggers: Sequence[str] = MAIN_TRIGGERS) -> dict[str, list[FlakyRun]]:
     """Per test id, the main-branch runs started in ``[since, until]`` in which it was flaky:
     outcome ``flaky`` (failed, then passed on a rerun) or a stored verdict ``FLAKY``
-    (``relay.verdicts``: e.g. its outcome flips in recent history); oldest run first."""
+    (``relay.domain.verdicts``: e.g. its outcome flips in recent history); oldest run first."""
     from relay.store.regression import VerdictRecord  # a table module of its own
 
     runs = _main_runs(main_ref, triggers).where(RunRecord.started_at >= since,

@@ -3,7 +3,7 @@
 ``run_environments``  one row per (run, role): the torch a run's tests executed against
                       (``role`` is ``head`` or ``base``; name, torch version, git version,
                       wheel sha256, injected faults)
-``verdicts``          one row per (run, test id): the regression verdict (``relay.verdicts``)
+``verdicts``          one row per (run, test id): the regression verdict (``relay.domain.verdicts``)
 
 ``find_baseline`` is how a run reuses stored base results: the newest runs whose *head* is the
 change's base, executed in an environment of the same name, on the same backend.
@@ -18,7 +18,7 @@ from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint, sele
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from relay.store.tables import Base, RunRecord
-from relay.verdicts import Verdict
+from relay.domain.verdicts import Verdict
 
 __all__ = ["RunEnvironmentRecord", "VerdictRecord", "save_regression", "load_environments",
            "load_verdicts", "find_baseline", "recent_outcomes"]
@@ -74,7 +74,7 @@ def save_regression(session: Session, run_id: str, environments: dict[str, dict[
 
 
 def load_environments(session: Session, run_id: str) -> dict[str, dict[str, Any]]:
-    """``{role: environment}`` of a run, in the shape ``relay.environments.describe`` gives."""
+    """``{role: environment}`` of a run, in the shape ``relay.envs.environments.describe`` gives."""
     rows = session.scalars(select(RunEnvironmentRecord).where(RunEnvironmentRecord.run_id == run_id))
     return {r.role: {"name": r.name, "faults": r.faults, "torch_version": r.torch_version,
                      "torch_git_version": r.torch_git_version, "torch_wheel_sha256": r.wheel_sha256}

@@ -1,4 +1,4 @@
-"""Persisting ``relay.models.Run`` with its ``TestResult``s; loading them back unchanged.
+"""Persisting ``relay.domain.run.Run`` with its ``TestResult``s; loading them back unchanged.
 
 ``save_run`` is an upsert by run id (results replaced), so saving the same run twice — e.g. by
 the pipeline and again by the delivery processor — is harmless.  A run's regression data lives
@@ -21,11 +21,11 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from relay.errors import RunNotFound
-from relay.models import Run
+from relay.domain.run import Run
 from relay.store.culprits import load_culprits
 from relay.store.regression import RunEnvironmentRecord, VerdictRecord, load_verdicts
 from relay.store.tables import RunRecord, TestResultRecord, as_utc
-from relay.verdicts import VERDICTS
+from relay.domain.verdicts import VERDICTS
 from selection.models import StageStats
 from test_specs.results import TestResult
 

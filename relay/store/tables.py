@@ -1,7 +1,7 @@
 """The relational schema (SQLAlchemy 2 typed declarative); one class per table.
 
 ``deliveries``   every webhook delivery accepted by ``POST /webhooks/github``
-``runs``         one pipeline ``Run`` (``relay.models.Run``) per row
+``runs``         one pipeline ``Run`` (``relay.domain.run.Run``) per row
 ``test_results`` one ``TestResult`` per (run, test id)
 ``hud_results``  bodies received by the dashboard ingest ``POST /api/crcr/results``
 ``dispatches``   one CRCR ``repository_dispatch`` per (delivery, downstream repo)

@@ -14,7 +14,7 @@ import typer
 import yaml
 from fastapi.testclient import TestClient
 
-from relay.app import create_app
+from relay.service import create_app
 from relay.cli import app as cli_app
 from relay.settings import Settings
 

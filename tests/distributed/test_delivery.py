@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from relay.app import create_app
-from relay.distributed.queue import CeleryQueue
+from relay.service import create_app
+from relay.worker.celery.queue import CeleryQueue
 from relay.settings import Settings
 from relay.store import get_delivery, make_engine, make_session_factory
 from tests.fakes.github import WebhookSender, push_payload

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from relay.distributed.executor import plan_shards
-from relay.distributed.specs import SpecRefError, materialize, spec_refs
-from relay.distributed.store import load_results, record_results, recorded_ids
+from relay.worker.celery.executor import plan_shards
+from relay.worker.celery.specs import SpecRefError, materialize, spec_refs
+from relay.store.shard_results import load_results, record_results, recorded_ids
 from relay.store import create_schema, make_engine, make_session_factory
 from test_specs.results import TestResult
 
@@ -42,7 +42,7 @@ def test_redelivered_results_count_once(session_factory) -> None:
         assert load_results(s, "run-2") == {}
         from sqlalchemy import select
 
-        from relay.distributed.store import ShardResultRecord
+        from relay.store.shard_results import ShardResultRecord
 
         writes = {r.test_id: (r.writes, r.worker) for r in s.scalars(select(ShardResultRecord))}
         assert writes[_r(1).id] == (2, "b@x") and writes[_r(0).id] == (1, "a@x")
@@ -85,8 +85,8 @@ def test_plan_shards_is_deterministic_and_complete() -> None:
 
 
 def test_make_executor_picks_celery_only_with_a_broker(tmp_path: Path, monkeypatch) -> None:
-    from relay.distributed.executor import CeleryExecutor
-    from relay.pipeline import Progress, make_executor
+    from relay.worker.celery.executor import CeleryExecutor
+    from relay.pipeline.run import Progress, make_executor
     from relay.settings import Settings
 
     monkeypatch.delenv("RELAY_BROKER_URL", raising=False)
@@ -103,10 +103,10 @@ def test_make_executor_picks_celery_only_with_a_broker(tmp_path: Path, monkeypat
 
 
 def test_app_uses_the_celery_queue_with_a_broker(tmp_path: Path) -> None:
-    from relay.app import create_app
-    from relay.distributed.queue import CeleryQueue
+    from relay.service import create_app
+    from relay.worker.celery.queue import CeleryQueue
     from relay.settings import Settings
-    from relay.tasks import InProcessQueue, TaskQueue
+    from relay.worker.queue import InProcessQueue, TaskQueue
 
     base = dict(webhook_secret="queue-test-secret-123", state_dir=tmp_path,
                 database_url=f"sqlite:///{tmp_path / 'q.db'}")

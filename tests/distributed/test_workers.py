@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from relay.distributed.config import DistributedSettings
-from relay.distributed.executor import CeleryExecutor
-from relay.distributed.store import ShardResultRecord
+from relay.worker.celery.config import DistributedSettings
+from relay.worker.celery.executor import CeleryExecutor
+from relay.store.shard_results import ShardResultRecord
 from relay.store import create_schema, make_engine, make_session_factory
 from tests.distributed.conftest import SLOW_TEMPLATES, tiny_spec
 

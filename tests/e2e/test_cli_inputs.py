@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.inputs import InputError, changeset_from_pr_files, json_location, load_changeset, spec_files
+from relay.changes.inputs import InputError, changeset_from_pr_files, json_location, load_changeset, spec_files
 from tests.e2e.test_replay_cli import relay
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from relay.models import Run
+from relay.domain.run import Run
 from selection.models import ChangeSet, StageStats
 from test_specs.results import TestResult
 

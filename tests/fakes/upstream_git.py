@@ -3,7 +3,7 @@
 ``make_upstream(path, n, bad=k)`` runs real ``git``: a root commit (the push's ``before``)
 holding ``aten/src/ATen/native/SoftMax.cpp`` and a README, then ``n`` commits each adding
 ``docs/note-<i>.md``; commit ``k`` (0-based among the ``n``) also edits ``SoftMax.cpp`` and adds
-``.spyre-sim-faults`` with ``faults`` — what ``relay.commit_envs.GitFaultsResolver`` reads.
+``.spyre-sim-faults`` with ``faults`` — what ``relay.envs.commits.GitFaultsResolver`` reads.
 """
 
 from __future__ import annotations

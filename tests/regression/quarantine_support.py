@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from relay.models import Run
-from relay.quarantine import evaluate
+from relay.domain.run import Run
+from relay.quarantine.policy import evaluate
 from relay.settings import Settings
 from relay.store import save_run
 from relay.store.quarantine import QuarantineRecord

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from relay.culprit import bisect
+from relay.domain.culprit import bisect
 
 
 @pytest.mark.parametrize("bad_from", range(16))

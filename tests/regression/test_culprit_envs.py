@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from relay.commit_envs import (CommitEnvError, GitFaultsResolver, TemplateResolver, from_settings,
+from relay.envs.commits import (CommitEnvError, GitFaultsResolver, TemplateResolver, from_settings,
                                parse_commit_env)
-from relay.culprit import BisectStep, Culprit
-from relay.gitrange import GitRangeError, git_range, looks_like_range
+from relay.domain.culprit import BisectStep, Culprit
+from relay.changes.gitrange import GitRangeError, git_range, looks_like_range
 from relay.settings import Settings
 from tests.fakes.upstream_git import FAULTS_FILE, SOFTMAX, git, make_upstream
 
@@ -99,7 +99,7 @@ def test_git_range_lists_first_parent_commits_and_the_change(upstream) -> None:
 
 
 def test_push_commits_completes_a_cut_list_from_the_compare_api(fake_github_server) -> None:
-    from relay.app.processing import push_commits
+    from relay.worker.processing import push_commits
     from relay.github.webhooks import PushEvent
     from tests.fakes.github import push_payload
 
@@ -140,12 +140,12 @@ def _culprit(commit: str) -> Culprit:
 
 
 def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
-    from relay.hud.client import build_hud_body
-    from relay.hud.models import HudBody
+    from relay.reporting.hud import build_hud_body
+    from relay.reporting.models import HudBody
     from relay.store import create_schema, list_runs, load_run, make_engine, make_session_factory, save_run
     from relay.store.culprits import load_culprit, runs_blaming, save_culprit
     from relay.store.regression import save_regression
-    from relay.verdicts import Verdict
+    from relay.domain.verdicts import Verdict
     from tests.fakes.runs import make_run
 
     engine = make_engine(f"sqlite:///{tmp_path / 'r.db'}")
@@ -189,7 +189,7 @@ def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
 def test_commit_page_lists_runs_that_blamed_it(tmp_path: Path, live_server) -> None:
     import httpx
 
-    from relay.app import create_app
+    from relay.service import create_app
     from relay.store import save_run
     from relay.store.culprits import save_culprit
     from tests.fakes.runs import make_run
@@ -218,8 +218,8 @@ def test_pull_request_runs_head_against_base_in_their_commits_envs(
         monkeypatch: pytest.MonkeyPatch, fake_github_server, upstream) -> None:
     from datetime import datetime, timezone
 
-    import relay.pipeline
-    from relay.app.processing import on_pull_request
+    import relay.pipeline.run
+    from relay.worker.processing import on_pull_request
     from relay.github.webhooks import Delivery
     from tests.fakes.github import pr_files, pull_request_payload
     from tests.fakes.runs import run_from_changeset
@@ -230,7 +230,7 @@ def test_pull_request_runs_head_against_base_in_their_commits_envs(
         seen.append(kwargs)
         return run_from_changeset(changeset, delivery_id=kwargs["delivery_id"])
 
-    monkeypatch.setattr(relay.pipeline, "run_change", fake_run_change)
+    monkeypatch.setattr(relay.pipeline.run, "run_change", fake_run_change)
     fake, url = fake_github_server
     fake.add_pull("pytorch/pytorch", 7, pr_files(2))
     settings = Settings(github_api_url=url, commit_env=f"git-faults:{upstream.path}")

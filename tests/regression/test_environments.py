@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.environments import (
+from relay.envs.environments import (
     CurrentProvider,
     Environment,
     EnvironmentError_,

@@ -1,4 +1,4 @@
-"""Flaky-test quarantine (``relay.quarantine``): disable proposals on SQLite and PostgreSQL, with
+"""Flaky-test quarantine (``relay.quarantine.policy``): disable proposals on SQLite and PostgreSQL, with
 DISABLED issues filed on the fake GitHub over loopback HTTP (re-enable and release:
 ``test_quarantine_reenable.py``)."""
 
@@ -13,8 +13,8 @@ from sqlalchemy import select
 from tenacity import wait_none
 
 from relay.github.client import GitHubClient
-from relay.models import Run
-from relay.quarantine import evaluate
+from relay.domain.run import Run
+from relay.quarantine.policy import evaluate
 from relay.settings import Settings
 from relay.store.tables import DeliveryRecord
 from test_specs.results import TestResult
@@ -144,8 +144,8 @@ def test_thresholds_come_from_settings(db_url, factory, github, monkeypatch):
 
 
 def test_a_quarantined_failing_test_is_flaky_not_new_and_the_run_succeeds(db_url, factory, github):
-    from relay.regression import Baseline, verdicts_for
-    from relay.verdicts import conclusion
+    from relay.pipeline.baseline import Baseline, verdicts_for
+    from relay.domain.verdicts import conclusion
 
     fake, client = github
     Runs(factory).flaky_at(5, 3, 1)
@@ -182,8 +182,8 @@ def test_a_create_answered_5xx_is_not_filed_twice():
 
 def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_url, factory,
                                                                           monkeypatch, caplog):
-    import relay.quarantine
-    from relay.app.processing import process_delivery
+    import relay.quarantine.policy
+    from relay.worker.processing import process_delivery
     from relay.store import insert_delivery
 
     now = datetime.now(timezone.utc)  # process_delivery evaluates at the wall clock
@@ -207,7 +207,7 @@ def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_ur
     def broken(*_a: Any, **_k: Any) -> None:
         raise RuntimeError("quarantine exploded")
 
-    monkeypatch.setattr(relay.quarantine, "evaluate", broken)
+    monkeypatch.setattr(relay.quarantine.policy, "evaluate", broken)
     assert process_delivery("d2", session_factory=factory, settings=settings,
                             processor=processor) == "processed"
     assert "quarantine evaluation failed" in caplog.text
@@ -220,7 +220,7 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
                                                live_server, tmp_path):
     from typer.testing import CliRunner
 
-    from relay.app import create_app
+    from relay.service import create_app
     from relay.cli import app as cli_app
 
     fake, client = github

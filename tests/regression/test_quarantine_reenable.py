@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 
-from relay.quarantine import REENABLE_MARKER, evaluate
+from relay.quarantine.policy import REENABLE_MARKER, evaluate
 from tests.regression.quarantine_support import NOW, REPO, T, Runs, disable_then_green, posts, records, settings_for
 
 

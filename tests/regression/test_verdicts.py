@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from relay.verdicts import classify, classify_all, conclusion, count, flips
+from relay.domain.verdicts import classify, classify_all, conclusion, count, flips
 from test_specs.results import TestResult
 
 

@@ -16,7 +16,7 @@ from tests.pg import fresh_schema_url
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
-from relay.app import create_app
+from relay.service import create_app
 from relay.github.webhooks import Delivery
 from relay.settings import Settings
 from tests.fakes.github import FakeGitHub, WebhookSender

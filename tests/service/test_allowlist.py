@@ -80,7 +80,7 @@ def test_url_reloaded_by_etag(live_server) -> None:
 
 
 def test_bad_allowlist_refuses_to_start(tmp_path, settings) -> None:
-    from relay.app import create_app
+    from relay.service import create_app
 
     path = tmp_path / "al.yaml"
     path.write_text("L1: [a/b]\nL2: [a/b]\n")

@@ -1,4 +1,4 @@
-"""Catch-up after downtime (``relay.catchup``), over real loopback HTTP: a fake GitHub whose
+"""Catch-up after downtime (``relay.github.catchup``), over real loopback HTTP: a fake GitHub whose
 webhook delivers to a relay that is down (connection refused), answered 500 through a stand-in,
 or up; catch-up lists the hook's deliveries and asks for redeliveries, which the fake sends to
 the relay like GitHub, signed with the production signer."""
@@ -16,8 +16,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 from tenacity import wait_none
 
-from relay.app import create_app
-from relay.catchup import CATCHUP_MARGIN, catch_up, parse_since
+from relay.service import create_app
+from relay.github.catchup import CATCHUP_MARGIN, catch_up, parse_since
 from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
 from relay.github.hook_deliveries import HookDelivery, HookNotFound, list_hook_deliveries

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from relay.app.jsonbody import parse_json_body
-from relay.environments import EnvironmentError_, validate
-from relay.hud.models import Workflow
+from relay.service.jsonbody import parse_json_body
+from relay.envs.environments import EnvironmentError_, validate
+from relay.reporting.models import Workflow
 
 
 @pytest.mark.parametrize(("raw", "why"), [

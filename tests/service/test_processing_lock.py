@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from relay.app.processing import process_delivery
+from relay.worker.processing import process_delivery
 from relay.settings import Settings
 from relay.store import (
     claim_delivery,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-import relay.pipeline
+import relay.pipeline.run
 from relay.settings import Settings
 from relay.store import get_delivery, list_hud_results
 from selection.models import ChangeSet
@@ -28,7 +28,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                      **kwargs})
         return run_from_changeset(changeset, trigger=trigger, delivery_id=delivery_id)
 
-    monkeypatch.setattr(relay.pipeline, "run_change", fake_run_change, raising=False)
+    monkeypatch.setattr(relay.pipeline.run, "run_change", fake_run_change, raising=False)
     return seen
 
 

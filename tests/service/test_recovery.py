@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from relay.app import create_app
+from relay.service import create_app
 from relay.settings import Settings
 from relay.store import (
     claim_delivery,

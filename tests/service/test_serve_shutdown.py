@@ -50,7 +50,7 @@ def test_sigterm_while_processing_stops_promptly_and_restart_finishes(tmp_path, 
 def test_in_process_queue_close_abandons_a_busy_delivery_after_the_timeout(caplog) -> None:
     import threading
 
-    from relay.tasks import InProcessQueue
+    from relay.worker.queue import InProcessQueue
 
     release, started, handled = threading.Event(), threading.Event(), []
 
@@ -64,7 +64,7 @@ def test_in_process_queue_close_abandons_a_busy_delivery_after_the_timeout(caplo
     q.submit_delivery("queued")
     assert started.wait(5)
     t0 = time.monotonic()
-    with caplog.at_level("INFO", logger="relay.tasks"):
+    with caplog.at_level("INFO", logger="relay.worker.queue"):
         q.close(timeout=0.3)
     assert time.monotonic() - t0 < 2.0
     assert "delivery busy was still processing" in caplog.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from relay.app import create_app
+from relay.service import create_app
 from relay.errors import ConfigError, SignatureMalformed, SignatureMismatch, SignatureMissing
 from relay.github.signing import sign, verify
 from relay.settings import get_settings

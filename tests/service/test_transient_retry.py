@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from relay.app.processing import MAX_ATTEMPTS, process_delivery, retry_delay_s, transient
+from relay.worker.processing import MAX_ATTEMPTS, process_delivery, retry_delay_s, transient
 from relay.errors import GitHubAPIError
 from relay.settings import Settings
 from relay.store import get_delivery
@@ -72,7 +72,7 @@ def test_which_failures_are_transient() -> None:
 def test_a_serving_relay_retries_a_transient_failure_by_itself(relay, recorder, monkeypatch) -> None:
     import time
 
-    import relay.app.processing as processing
+    import relay.worker.processing as processing
 
     monkeypatch.setattr(processing, "retry_delay_s", lambda attempts: 0.2)
     recorder.fail = GitHubAPIError(0, "/repos/pytorch/pytorch/pulls/7/files", "ConnectError")

@@ -1,0 +1,166 @@
+"""Read what users hand the CLI: a change (a ChangeSet file, ``git diff`` output, or GitHub's
+PR-files JSON array) and spec paths (files or directories).  Every failure is an ``InputError``
+whose message names the source (and the line or JSON location, e.g. ``[3].filename``),
+ready to print without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from selection.models import ChangedFile, ChangeSet
+
+
+class InputError(ValueError):
+    """A user-supplied change could not be read; the message says where and why."""
+
+
+def _read(source: str) -> tuple[str, str]:
+    """(text, display name); ``-`` reads standard input."""
+    if source == "-":
+        import sys
+
+        return sys.stdin.read(), "<stdin>"
+    path = Path(source)
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise InputError(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{source}: cannot read: {exc}") from None
+
+
+def _json(text: str, name: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+
+
+def json_location(loc: Sequence[str | int]) -> str:
+    """A pydantic error location, dotted as pydantic prints it (``("files", 3, "filename")`` →
+    ``files.3.filename``), except that an index into a top-level array reads ``[3]``
+    (``(3, "filename")`` → ``[3].filename``); the empty location is ``<root>``."""
+    if not loc:
+        return "<root>"
+    head, *rest = loc
+    first = f"[{head}]" if isinstance(head, int) else str(head)
+    return ".".join([first, *(str(p) for p in rest)])
+
+
+def _validation(name: str, exc: ValidationError, at: tuple[str | int, ...] = ()) -> InputError:
+    first = exc.errors()[0]
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return InputError(f"{name}: {json_location((*at, *first['loc']))}: {first['msg']}{more}")
+
+
+_JSON_TYPES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+               type(None): "null"}
+
+
+def load_changeset(source: str) -> ChangeSet:
+    """A ChangeSet from a JSON file in the design §4 shape (``-`` = stdin)."""
+    text, name = _read(source)
+    data = _json(text, name)
+    try:
+        return ChangeSet.model_validate(data)
+    except ValidationError as exc:
+        raise _validation(name, exc) from None
+
+
+def changeset_from_pr_files(source: str, *, base: str = "unknown", head: str = "unknown") -> ChangeSet:
+    """A ChangeSet from GitHub's ``GET /repos/{o}/{r}/pulls/{n}/files`` JSON array, as-is."""
+    text, name = _read(source)
+    data = _json(text, name)
+    if not isinstance(data, list):
+        raise InputError(f"{name}: expected a JSON array of PR files (GitHub's PR-files API shape)")
+    files = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise InputError(f"{name}: [{i}]: expected an object (a PR file), got "
+                             f"{_JSON_TYPES.get(type(entry), type(entry).__name__)}")
+        try:
+            files.append(ChangedFile.model_validate(entry))
+        except ValidationError as exc:
+            raise _validation(name, exc, (i,)) from None
+    return ChangeSet(base=base, head=head, files=files)
+
+
+def changeset_from_diff(source: str, *, base: str = "unknown", head: str = "unknown") -> ChangeSet:
+    """A ChangeSet from unified diff text (``git diff`` output), parsed with unidiff.
+
+    Each file keeps its patch text (hunks); ``symbols`` stays unknown (``None``) — selection
+    reads hunk headers when it needs symbols from a patch.
+    """
+    text, name = _read(source)
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise InputError(f"{name}: not a unified diff: {exc}") from None
+    if not patch:
+        raise InputError(f"{name}: no file changes found in the diff")
+    files = []
+    for pf in patch:
+        status = "added" if pf.is_added_file else "removed" if pf.is_removed_file else "modified"
+        filename = pf.path
+        prev = pf.source_file[2:] if pf.is_rename and pf.source_file.startswith("a/") else None
+        body = "".join(str(h) for h in pf)
+        files.append(ChangedFile(filename=filename, status="renamed" if prev else status,
+                                 previous_filename=prev, patch=body or None))
+    return ChangeSet(base=base, head=head, files=files)
+
+
+def changeset_from_versions(base_req: str, head_req: str, wheel_dir: Path) -> ChangeSet:
+    """The ChangeSet between two torch releases (``torch==X``), from their wheels.
+
+    The wheels are fetched with ``pip download --no-deps`` into ``wheel_dir`` (cached); raises
+    ``InputError`` when a wheel cannot be had or read.
+    """
+    from relay.changes import ChangeSourceError, build_changeset
+    from relay.envs.environments import EnvironmentError_, fetch_wheel
+
+    try:
+        old = fetch_wheel(base_req, wheel_dir)
+        new = fetch_wheel(head_req, wheel_dir)
+        cs = build_changeset(old, new, title=f"{base_req} → {head_req}")
+    except (EnvironmentError_, ChangeSourceError) as exc:
+        raise InputError(str(exc)) from None
+    return cs.model_copy(update={"base": base_req, "head": head_req})
+
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def spec_files_in(directory: Path) -> list[Path]:
+    """Every ``*.yaml``/``*.yml`` file under ``directory`` (recursive), sorted — what
+    ``relay specs check DIR`` checks."""
+    return sorted(p for p in directory.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file())
+
+
+def spec_files(paths: Sequence[Path]) -> list[Path]:
+    """``--spec`` arguments as spec files, in order: a file as given, a directory as
+    ``spec_files_in`` (duplicates dropped).
+
+    Raises ``InputError`` for a path that does not exist, is not a regular file or directory
+    (``/dev/null``), or is a directory without spec files.
+    """
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = spec_files_in(p)
+            if not found:
+                raise InputError(f"{p}: a directory with no spec files (*.yaml, *.yml) in it")
+        elif p.is_file():
+            found = [p]
+        elif p.exists():
+            raise InputError(f"{p}: not a spec file (not a regular file or directory)")
+        else:
+            raise InputError(f"{p}: no such spec file or directory")
+        out += [f for f in found if f not in out]
+    return out

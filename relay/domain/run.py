@@ -1,0 +1,94 @@
+"""Relay-level value objects: a ``Run`` of the pipeline on one upstream change.
+
+``Run`` is what the store persists, what ``relay replay --json`` prints and what the dashboard
+JSON (``GET /api/v1/dashboard``) lists.  Stage and result shapes come from ``selection.models``
+and ``test_specs.results``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from relay.domain.culprit import Culprit
+from relay.domain.verdicts import VERDICTS, Verdict
+from selection.models import StageStats
+from test_specs.results import OUTCOMES, TestResult
+
+Conclusion = Literal["success", "failure", "neutral"]
+Trigger = Literal["replay", "webhook", "baseline", "bisect"]
+
+
+class Run(BaseModel):
+    """One pipeline run of ``backend`` on the change ``base..head`` of ``upstream``.
+
+    ``stages`` holds the four selection stages' stats (the refinement stage counts the tests it
+    reran); ``results`` one ``TestResult`` per executed item; ``counts`` the number of results per
+    outcome (every outcome in ``test_specs.results.OUTCOMES`` present, zero included).
+    ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
+    run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
+    ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a
+    push to main, the PR's base ref), ``None`` when unknown (a replay of a file).
+    ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
+    (``relay.envs.environments.describe``); empty for a run in the current interpreter only.
+    ``verdict_counts`` holds the verdicts per class (every class in ``relay.domain.verdicts.VERDICTS``
+    present) when the run has verdicts, filled from ``verdicts`` unless given (a listing loads
+    the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
+    results were used.  ``culprit`` is the first bad commit of a push range found by bisection
+    (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    backend: str = "spyre-sim"
+    upstream: str = "pytorch/pytorch"
+    base: str
+    head: str
+    title: str = ""
+    trigger: Trigger = "replay"
+    ref: str | None = None
+    delivery_id: str | None = None
+    started_at: datetime
+    finished_at: datetime
+    universe: int = 0
+    selected: int = 0
+    conclusion: Conclusion
+    stages: list[StageStats] = Field(default_factory=list)
+    results: list[TestResult] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    environments: dict[str, dict[str, object]] = Field(default_factory=dict)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    verdict_counts: dict[str, int] = Field(default_factory=dict)
+    baseline_run: str | None = None
+    culprit: Culprit | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_verdict_counts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("verdicts") and not data.get("verdict_counts"):
+            counts = {k: 0 for k in VERDICTS}
+            for v in data["verdicts"]:
+                kind = v.verdict if isinstance(v, Verdict) else v.get("verdict") if isinstance(v, dict) else None
+                if kind in counts:
+                    counts[kind] += 1
+            data = {**data, "verdict_counts": counts}
+        return data
+
+    @staticmethod
+    def count_outcomes(results: list[TestResult]) -> dict[str, int]:
+        """Results per outcome, every known outcome present (zeros included)."""
+        counts = {o: 0 for o in OUTCOMES}
+        for r in results:
+            counts[r.outcome] += 1
+        return counts
+
+    @staticmethod
+    def conclude(results: list[TestResult]) -> Conclusion:
+        """``failure`` if any result failed, crashed or timed out; ``neutral`` if none ran."""
+        if not results:
+            return "neutral"
+        bad = {"failed", "crashed", "timed_out"}
+        return "failure" if any(r.outcome in bad for r in results) else "success"

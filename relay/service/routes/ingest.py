@@ -1,0 +1,74 @@
+"""``POST /api/crcr/results``: the dashboard ingest in CRCR's HUD body shape (design §5, §6).
+
+Authentication: ``Authorization: Bearer <Settings.results_token()>`` (``RELAY_DASHBOARD_TOKEN``,
+or derived from the webhook secret), compared in constant time; missing or wrong → 401 before
+the body is read.  Without any secret configured the ingest is open (a local replay's in-process
+post).  Answers: 201 ``{"status": "stored"}`` for a new job key, 200 ``{"status": "duplicate"}`` when
+the same (delivery_id, verified_repo, run_id, run_attempt, job_name) was posted before (stored
+once, newest body kept); 413 over 2 MB; 400 not JSON; 422 wrong shape (pydantic errors).
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from relay.service.body import read_capped
+from relay.service.jsonbody import parse_json_body
+from relay.reporting.models import HUD_BODY_CAP, HudBody
+from relay.store import store_hud_result
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/api/crcr/results", status_code=201)
+async def ingest_results(request: Request) -> JSONResponse:
+    """Validate and store one HUD body; see the module docstring for the answers."""
+    metrics = request.app.state.metrics.hud_results
+    expected = request.app.state.settings.results_token()
+    if expected is not None:
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+                token.strip().encode("utf-8", "surrogateescape"), expected.encode()):
+            metrics.labels("rejected").inc()
+            return JSONResponse({"detail": "missing or wrong bearer token for the results ingest"},
+                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+    try:
+        raw = await read_capped(request, HUD_BODY_CAP)
+        try:
+            data, _ = parse_json_body(raw)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+    except HTTPException as exc:
+        metrics.labels("rejected").inc()
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+    try:
+        body = HudBody.model_validate(data)
+    except ValidationError as exc:
+        metrics.labels("rejected").inc()
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    wf = body.untrusted.callback_payload.workflow
+
+    def _store() -> bool:
+        with request.app.state.session_factory() as session:
+            return store_hud_result(
+                session,
+                delivery_id=body.untrusted.callback_payload.delivery_id,
+                repo=body.trusted.verified_repo, run_id=str(wf.run_id),
+                attempt=wf.run_attempt, job_name=wf.job_name or "", status=wf.status,
+                conclusion=wf.conclusion, body=body.model_dump(mode="json"))
+
+    new = await run_in_threadpool(_store)
+    metrics.labels("stored" if new else "duplicate").inc()
+    if new:
+        return JSONResponse({"status": "stored"}, status_code=201)
+    return JSONResponse({"status": "duplicate"}, status_code=200)
