@@ -165,7 +165,7 @@ def _p90(values: list[float]) -> float:
 
 def build_selector(target: int, cache_dir: Path):
     """The Selector over the real specs plus generated items (indexes from ``cache_dir``)."""
-    from relay.pipeline.run import default_specs, load_items
+    from relay.pipeline.specs import default_specs, load_items
     from selection.index import _opinfo_table, opinfo_generators
     from selection.pipeline import Selector
 

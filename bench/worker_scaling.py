@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from relay.worker.celery.config import DistributedSettings  # noqa: E402
+from relay.settings import Settings as DistributedSettings  # noqa: E402
 from relay.worker.celery.executor import CeleryExecutor  # noqa: E402
 
 

@@ -1,20 +1,37 @@
-"""Exceptions raised by the relay service layers (settings, webhooks, store, GitHub, HUD).
+"""Every exception the relay raises on purpose, in one tree (httpx's ``_exceptions.py`` habit).
 
-Hierarchy (every class is importable from here; catch ``RelayError`` for "anything of ours")::
+Catch ``RelayError`` for "anything of ours".  Classes that describe bad input also derive from
+``ValueError``, failures of work from ``RuntimeError``, so generic handlers keep working::
 
     RelayError
     ├── ConfigError                  settings unusable for the requested role (e.g. serve
     │   │                            without a webhook secret)
-    │   └── AllowlistError           CRCR allowlist YAML invalid; ``errors`` lists every problem
+    │   ├── AllowlistError           CRCR allowlist YAML invalid; ``errors`` lists every problem
+    │   └── CommitEnvError           RELAY_COMMIT_ENV malformed, or a commit's environment unknown
+    ├── InputError                   a user-supplied change (file, diff, PR files) is unreadable
+    │   ├── ChangeSourceError        a wheel / tree / git revision to diff is not usable
+    │   ├── GitRangeError            a commit range cannot be read from the checkout
+    │   ├── SymbolError              Python source that cannot be parsed for symbols
+    │   └── SpecsInvalid             specs that do not load; one ``file:line:col: ...`` per line
+    ├── EnvironmentError_            an execution environment cannot be parsed or built
+    ├── ExecutionError               running tests did not complete
+    │   ├── ExecutionFailed          a distributed execution (Celery chord) failed or timed out
+    │   ├── MissingResults           an execution finished with test ids lacking a result
+    │   ├── SpecRefError             a spec reference sent to a worker cannot be resolved
+    │   └── BisectionError           a culprit-finding round could not run; names the commit
     ├── SignatureError               webhook ``X-Hub-Signature-256`` rejected; ``status_code``
     │   ├── SignatureHeaderError     400: header missing or malformed
     │   │   ├── SignatureMissing
     │   │   └── SignatureMalformed
     │   └── SignatureMismatch        401: well-formed but the HMAC does not match
+    ├── BodyRefused                  an HTTP request body refused while reading it; ``status``
     ├── StoreError                   persistence problems
-    │   └── RunNotFound              ``load_run`` for an unknown id
+    │   ├── RunNotFound              ``load_run`` for an unknown id
+    │   └── DatabaseFileGone         the SQLite file was deleted under a running process
     ├── GitHubError                  GitHub REST problems
     │   └── GitHubAPIError           non-2xx answer after retries; ``status_code``, ``url``
+    │       └── HookNotFound         404 for a repository webhook (or no admin rights on it)
+    ├── TrimError                    a repository_dispatch payload over GitHub's cap even trimmed
     ├── CallbackError                ``POST /api/crcr/callback`` refused; ``status_code``
     │   ├── CallbackAuthError        401: bearer token missing, invalid, expired or replayed
     │   ├── CallbackForbidden        403: valid token, but not for this delivery/repo
@@ -34,6 +51,22 @@ from __future__ import annotations
 __all__ = [
     "RelayError",
     "ConfigError",
+    "CommitEnvError",
+    "InputError",
+    "ChangeSourceError",
+    "GitRangeError",
+    "SymbolError",
+    "SpecsInvalid",
+    "EnvironmentError_",
+    "ExecutionError",
+    "ExecutionFailed",
+    "MissingResults",
+    "SpecRefError",
+    "BisectionError",
+    "BodyRefused",
+    "DatabaseFileGone",
+    "HookNotFound",
+    "TrimError",
     "SignatureError",
     "SignatureHeaderError",
     "SignatureMissing",
@@ -62,6 +95,70 @@ class RelayError(Exception):
 
 class ConfigError(RelayError):
     """Settings are missing or unusable for the requested role."""
+
+
+class CommitEnvError(ConfigError, ValueError):
+    """``RELAY_COMMIT_ENV`` is malformed, or a commit's environment cannot be resolved; the
+    message names the setting or the commit and why."""
+
+
+class InputError(RelayError, ValueError):
+    """A user-supplied change could not be read; the message says where and why."""
+
+
+class ChangeSourceError(InputError):
+    """A source path that does not exist, is not a wheel/directory/git revision, or is unreadable."""
+
+
+class GitRangeError(InputError):
+    """The range could not be read from the checkout; the message says which part and why."""
+
+
+class SymbolError(InputError):
+    """The Python source could not be parsed (syntax error, null bytes, too deeply nested)."""
+
+
+class SpecsInvalid(InputError):
+    """The specs could not be loaded or expanded; the message has one ``file:line:col: ...``
+    line per error."""
+
+
+class EnvironmentError_(RelayError, RuntimeError):
+    """An environment could not be parsed or built; the message says which and why."""
+
+
+class ExecutionError(RelayError, RuntimeError):
+    """Running a run's tests did not complete."""
+
+
+class ExecutionFailed(ExecutionError):
+    """The distributed execution of a run's items did not complete."""
+
+
+class MissingResults(ExecutionError):
+    """An execution finished but some of its test ids have no recorded result."""
+
+
+class SpecRefError(ExecutionError, ValueError):
+    """A spec reference cannot be resolved (unknown packaged name, missing file, bad shape)."""
+
+
+class BisectionError(ExecutionError):
+    """A round could not run (the commit's environment could not be resolved or built); the
+    message names the commit."""
+
+
+class BodyRefused(RelayError):
+    """A request refused while reading it: ``status`` (400/413/503) and a ``detail`` reason."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class TrimError(RelayError, ValueError):
+    """A repository_dispatch payload is over GitHub's cap even after trimming."""
 
 
 class SignatureError(RelayError):
@@ -148,6 +245,11 @@ class RunNotFound(StoreError, KeyError):
     """No run with the requested id is stored."""
 
 
+class DatabaseFileGone(StoreError, RuntimeError):
+    """The SQLite file this process opened was deleted (or moved) under it: SQLite would go on
+    writing into the unlinked inode, and everything written would vanish at restart."""
+
+
 class GitHubError(RelayError):
     """A GitHub REST call failed."""
 
@@ -161,6 +263,18 @@ class GitHubAPIError(GitHubError):
         super().__init__(f"{what} for {url}: {message[:200]}")
         self.status_code = status_code
         self.url = url
+
+
+class HookNotFound(GitHubAPIError):
+    """GitHub answered 404 for the hook: no such hook on the repository, or the token lacks
+    admin rights on it (GitHub hides hooks from non-admins).  ``status_code`` is 404."""
+
+    def __init__(self, repo: str, hook_id: int, url: str) -> None:
+        super().__init__(404, url, "")
+        self.args = (f"webhook {hook_id} of {repo} not found on GitHub (404): check the hook id, "
+                     "and that the token has admin rights on the repository",)
+        self.repo = repo
+        self.hook_id = hook_id
 
 
 class HudError(RelayError):

@@ -22,6 +22,9 @@ Quarantine (``relay.quarantine.policy``): ``RELAY_QUARANTINE_REPO`` (``org/repo`
 flaky in more runs than this within the window disables), ``RELAY_QUARANTINE_REENABLE_GREENS``
 (150) and ``RELAY_QUARANTINE_REENABLE_DAYS`` (7): PyTorch HUD's thresholds.
 
+Webhook runs: ``RELAY_SPECS`` (spec files or directories, comma-separated; default the bundled
+specs in ``test_specs/specs``).
+
 Regression: ``RELAY_COMMIT_ENV`` maps upstream commits to environments (``relay.envs.commits``:
 ``git-faults:<upstream checkout>`` or a template with ``{sha}``); set, pushes and pull requests
 run head against base and pushes with NEW failures are bisected for a culprit.
@@ -29,6 +32,14 @@ run head against base and pushes with NEW failures are bisected for a culprit.
 Catch-up (``relay.github.catchup``): ``RELAY_CATCHUP_HOOK_ID`` is the id of the ``RELAY_UPSTREAM_REPO``
 webhook that delivers to this relay; set, ``relay serve`` asks GitHub at startup to redeliver
 what failed while the relay was down (hook-deliveries API, 3 days back at most).
+
+Scale-out (``relay.worker.celery``; used when ``RELAY_BROKER_URL`` is set):
+``RELAY_RESULT_BACKEND`` (Celery result backend URL; default the broker), ``RELAY_CELERY_QUEUE``
+(``relay``), ``RELAY_SHARD_SIZE`` (200 items per shard), ``RELAY_VISIBILITY_TIMEOUT_S`` (7,200:
+seconds a delivered, unacknowledged task message stays invisible before Redis hands it to another
+worker; must exceed the longest shard), ``RELAY_RESTORE_INTERVAL_S`` (10: seconds between a
+worker's sweeps for such messages), ``RELAY_RESULT_WAIT_S`` (6 h: longest wait of ``relay
+replay`` for a run's shards).
 
 There is no module-level settings object: call ``get_settings()`` where needed, or pass a
 ``Settings`` to ``relay.service.create_app``.
@@ -87,6 +98,8 @@ class Settings(BaseSettings):
     outbox_backoff_s: float = 1.0
     dispatch_max_wait_s: float = 60.0
     commit_env: str | None = None
+    #: spec files or directories a webhook run uses, comma-separated; unset: the bundled specs
+    specs: str | None = None
     # flaky-test quarantine (relay.quarantine.policy; PyTorch HUD's disable / re-enable flow)
     quarantine_repo: str | None = None  # org/repo for DISABLED issues; unset = records only
     quarantine_main_ref: str = "refs/heads/main"
@@ -97,6 +110,13 @@ class Settings(BaseSettings):
     # webhook catch-up (relay.github.catchup): the id of the UPSTREAM_REPO webhook pointing at this
     # relay; set, `relay serve` redelivers at startup what GitHub failed to deliver meanwhile
     catchup_hook_id: int | None = Field(None, ge=1)
+    # scale-out on Celery (relay.worker.celery), active with broker_url
+    result_backend: str | None = None
+    celery_queue: str = "relay"
+    shard_size: int = Field(200, ge=1)
+    visibility_timeout_s: int = Field(7200, ge=1)
+    restore_interval_s: int = Field(10, ge=1)
+    result_wait_s: float = Field(6 * 3600.0, gt=0)
 
     @field_validator("quarantine_repo")
     @classmethod
@@ -188,6 +208,14 @@ class Settings(BaseSettings):
             return None
         return hmac.new(self.webhook_secret.get_secret_value().encode("utf-8"),
                         b"dashboard-results-token", hashlib.sha256).hexdigest()
+
+    def require_broker(self) -> str:
+        """The broker URL; raises ``ConfigError`` when ``RELAY_BROKER_URL`` is unset (``relay
+        worker`` and the Celery mode need it)."""
+        if not self.broker_url:
+            raise ConfigError("RELAY_BROKER_URL must be set for the distributed mode "
+                              "(e.g. redis://127.0.0.1:6379/0)")
+        return self.broker_url
 
     def require_webhook_secret(self) -> str:
         """The webhook secret as text; raises ``ConfigError`` when unset (serve needs it)."""

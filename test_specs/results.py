@@ -8,6 +8,13 @@ from pydantic import BaseModel, ConfigDict
 
 Outcome = Literal["passed", "failed", "xfailed", "xpassed", "skipped", "flaky", "crashed", "timed_out"]
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "xfailed", "xpassed", "skipped", "flaky", "crashed", "timed_out")
+#: Outcomes that make a run fail: a test failure, or the runner crashing / timing out on it.
+#: The one definition; ``relay.domain.outcomes`` builds the run-level rules on it.
+BAD_OUTCOMES: frozenset[str] = frozenset({"failed", "crashed", "timed_out"})
+#: Bad outcomes that say nothing about the code under test (PyTorch CI: infra failures).
+INFRA_OUTCOMES: frozenset[str] = frozenset({"crashed", "timed_out"})
+#: Outcomes of a test that ran and passed (``flaky``: failed first, then passed on a rerun).
+PASSING_OUTCOMES: frozenset[str] = frozenset({"passed", "flaky"})
 
 
 class TestResult(BaseModel):

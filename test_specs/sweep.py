@@ -20,10 +20,8 @@ import time
 from pathlib import Path
 
 from test_specs.expand import expand, spec_paths_default
-from test_specs.results import OUTCOMES, TestResult
+from test_specs.results import BAD_OUTCOMES, OUTCOMES, TestResult
 from test_specs.runner import run_items
-
-BAD = ("failed", "crashed", "timed_out")
 
 
 def sweep(spec_paths: list[Path], workdir: Path, *, shards: int = 2, reruns: int = 2, timeout_s: float = 60,
@@ -69,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = sweep(a.specs or spec_paths_default(), a.workdir, shards=a.shards, reruns=a.reruns,
                     timeout_s=a.timeout, device=a.device, upstream=a.upstream)
     print(json.dumps(summary, indent=2))
-    return 1 if any(summary["counts"][o] for o in BAD) else 0
+    return 1 if any(summary["counts"][o] for o in BAD_OUTCOMES) else 0
 
 
 if __name__ == "__main__":

@@ -4,8 +4,14 @@ or git revisions.  ``build_changeset(src_from, src_to)`` is what ``relay changes
 
 from relay.changes.builder import ChangeReport, build_changeset, diff_sources
 from relay.changes.gitsource import GitSource
-from relay.changes.sources import (ChangeSourceError, FileEntry, Source, TreeSource, WheelSource,
-                                   describe_source, open_source)
+from relay.changes.opening import describe_source, open_source
+from relay.changes.sources import (
+                                   ChangeSourceError,
+                                   FileEntry,
+                                   Source,
+                                   TreeSource,
+                                   WheelSource,
+)
 from relay.changes.symbols import SymbolError, changed_symbols
 
 __all__ = [

@@ -14,7 +14,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relay.changes.sources import Source, open_source, same_content
+from relay.changes.opening import open_source
+from relay.changes.sources import Source, same_content
 from relay.changes.symbols import SymbolError, changed_symbols
 from selection.models import ChangedFile, ChangeSet
 

@@ -10,19 +10,18 @@ branch was in, which is what bisection needs; commits of merged side branches ar
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from relay.changes.builder import build_changeset
+from relay.changes.git import git_output
+from relay.changes.gitsource import GitSource
+from relay.errors import ChangeSourceError, GitRangeError
 from selection.models import ChangeSet
 
 __all__ = ["GitRangeError", "GitRange", "git_range", "looks_like_range"]
 
 _RANGE = re.compile(r"^(?P<base>[^\s.][^\s]*?)\.\.(?P<head>[^\s.][^\s]*)$")
-
-
-class GitRangeError(ValueError):
-    """The range could not be read from the checkout; the message says which part and why."""
 
 
 @dataclass(frozen=True)
@@ -39,15 +38,7 @@ def looks_like_range(ref: str) -> bool:
 
 
 def _git(checkout: Path, *args: str) -> str:
-    try:
-        proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True,
-                              check=False)
-    except OSError as exc:
-        raise GitRangeError(f"{checkout}: cannot run git ({exc})") from None
-    if proc.returncode != 0:
-        detail = proc.stderr.strip().splitlines()
-        raise GitRangeError(f"{checkout}: git {args[0]} failed: {detail[-1] if detail else proc.returncode}")
-    return proc.stdout
+    return git_output(checkout, *args, error=GitRangeError, label=str(checkout))
 
 
 def _commit(checkout: Path, rev: str) -> str:
@@ -63,8 +54,6 @@ def git_range(checkout: Path, ref: str, *, upstream: str = "pytorch/pytorch") ->
     Raises ``GitRangeError`` when the checkout is not a git repository, a side is not a commit,
     or the range holds no commit.
     """
-    from relay.changes import ChangeSourceError, GitSource, build_changeset
-
     checkout = Path(checkout)
     if not (checkout / ".git").exists():
         raise GitRangeError(f"{checkout}: not a git checkout")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from relay.changes.git import git_output
 from relay.changes.sources import ChangeSourceError, FileEntry, Source
 
 
@@ -30,15 +31,7 @@ class GitSource(Source):
         self._batch: subprocess.Popen[bytes] | None = None
 
     def _git(self, *args: str) -> bytes:
-        try:
-            proc = subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True,
-                                  check=False)
-        except OSError as exc:
-            raise ChangeSourceError(f"{self.label}: cannot run git ({exc})") from exc
-        if proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip() or f"exit {proc.returncode}"
-            raise ChangeSourceError(f"{self.label}: git {args[0]} failed: {err}")
-        return proc.stdout
+        return git_output(self.repo, *args, error=ChangeSourceError, label=self.label, text=False)
 
     def entries(self) -> dict[str, FileEntry]:
         if self._entries is None:

@@ -14,11 +14,8 @@ from pydantic import ValidationError
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from relay.errors import InputError
 from selection.models import ChangedFile, ChangeSet
-
-
-class InputError(ValueError):
-    """A user-supplied change could not be read; the message says where and why."""
 
 
 def _read(source: str) -> tuple[str, str]:
@@ -114,24 +111,6 @@ def changeset_from_diff(source: str, *, base: str = "unknown", head: str = "unkn
         files.append(ChangedFile(filename=filename, status="renamed" if prev else status,
                                  previous_filename=prev, patch=body or None))
     return ChangeSet(base=base, head=head, files=files)
-
-
-def changeset_from_versions(base_req: str, head_req: str, wheel_dir: Path) -> ChangeSet:
-    """The ChangeSet between two torch releases (``torch==X``), from their wheels.
-
-    The wheels are fetched with ``pip download --no-deps`` into ``wheel_dir`` (cached); raises
-    ``InputError`` when a wheel cannot be had or read.
-    """
-    from relay.changes import ChangeSourceError, build_changeset
-    from relay.envs.environments import EnvironmentError_, fetch_wheel
-
-    try:
-        old = fetch_wheel(base_req, wheel_dir)
-        new = fetch_wheel(head_req, wheel_dir)
-        cs = build_changeset(old, new, title=f"{base_req} → {head_req}")
-    except (EnvironmentError_, ChangeSourceError) as exc:
-        raise InputError(str(exc)) from None
-    return cs.model_copy(update={"base": base_req, "head": head_req})
 
 
 SPEC_SUFFIXES = (".yaml", ".yml")

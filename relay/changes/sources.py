@@ -32,13 +32,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
+from relay.errors import ChangeSourceError
+
 _DIST_INFO = re.compile(r"^[^/]+\.dist-info/")
 _DATA = re.compile(r"^[^/]+\.data/([^/]+)/(.*)$")
 _SKIP_DIRS = {"__pycache__", ".git"}
-
-
-class ChangeSourceError(ValueError):
-    """A source path that does not exist, is not a wheel/directory/git revision, or is unreadable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,43 +241,3 @@ class TreeSource(Source):
             except OSError:
                 pass
         return self.path.resolve().name
-
-
-def open_source(spec: "str | Path | Source", *, keep_local: bool = False) -> Source:
-    """Open ``spec``: a ``Source`` (returned as-is), a wheel/zip file, a directory, or
-    ``REPO@REV`` (a git work tree or bare repo and a revision, e.g. ``~/pytorch@v2.13.0``).
-
-    Raises ``ChangeSourceError`` (message starts with the path) when the path is missing or is
-    neither a zip file, a directory nor a ``REPO@REV`` of an existing git repository.
-    """
-    if isinstance(spec, Source):
-        return spec
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return TreeSource(path, keep_local=keep_local)
-    if path.is_file():
-        if not zipfile.is_zipfile(path):
-            raise ChangeSourceError(f"{path}: not a wheel (zip) file or a directory")
-        return WheelSource(path, keep_local=keep_local)
-    text = str(spec)
-    if "@" in text:
-        repo, rev = text.rsplit("@", 1)
-        if repo and rev and Path(repo).expanduser().is_dir():
-            from relay.changes.gitsource import GitSource
-
-            return GitSource(Path(repo).expanduser(), rev)
-    raise ChangeSourceError(f"{spec}: no such file or directory (expected a wheel, a directory "
-                            "or REPO@REV)")
-
-
-def describe_source(spec: "str | Path | Source", *, keep_local: bool = False) -> str:
-    """A version label for one source: ``name==version`` from ``*.dist-info/METADATA`` (the
-    ``+local`` segment such as ``+cpu`` dropped unless ``keep_local``), else the directory or file
-    name; for ``REPO@REV`` the full commit sha.  Raises ``ChangeSourceError`` like ``open_source``.
-    """
-    src = open_source(spec, keep_local=keep_local)
-    try:
-        return src.describe()
-    finally:
-        if src is not spec:
-            src.close()

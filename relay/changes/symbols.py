@@ -36,13 +36,11 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from relay.errors import SymbolError
+
 MODULE = "<module>"
 #: ``…Info`` calls that are decorations of an entry, not entries of a database list
 _NOT_ENTRIES = frozenset({"DecorateInfo", "SkipInfo", "XFailInfo", "SampleInput"})
-
-
-class SymbolError(ValueError):
-    """The Python source could not be parsed (syntax error, null bytes, too deeply nested)."""
 
 
 @dataclass(slots=True)

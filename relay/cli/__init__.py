@@ -1,8 +1,9 @@
 """The ``relay`` command line (design §3): serve, replay, select, changes, specs check,
 quarantine, catch-up, worker, db upgrade.
 
-The commands live in ``relay.cli.run`` (pipeline) and ``relay.cli.service`` (service); this
-module assembles them into one Typer ``app`` (the ``relay`` console script).
+The commands live in ``relay.cli.replay`` (the main job), ``relay.cli.run`` (select, changes,
+specs check) and ``relay.cli.service`` (serve, worker, quarantine, catch-up, db); this module
+assembles them into one Typer ``app`` (the ``relay`` console script).
 
 Human output (tables, progress) goes to stderr; ``--json`` output alone goes to stdout.  Bad
 input ends with a one-line message naming the file (and line where known) and exit code 2;
@@ -12,6 +13,7 @@ never a traceback.
 
 from __future__ import annotations
 
+from relay.cli import replay as _replay  # noqa: F401 - registers relay replay
 from relay.cli import run as _run  # noqa: F401 - registers the pipeline commands
 from relay.cli import service as _service  # noqa: F401 - registers the service commands
 from relay.cli.common import app, fail

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["app", "specs_app", "db_app", "err", "fail", "settings_or_fail"]
+__all__ = ["app", "specs_app", "db_app", "err", "fail", "settings_or_fail", "spec_files_or_fail",
+           "read_change_or_fail"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Cross-repository CI relay and regression service for PyTorch backends.")
@@ -53,3 +55,27 @@ def settings_or_fail():
     except ValidationError as exc:
         first = exc.errors()[0]
         fail(f"configuration: RELAY_{str(first['loc'][0]).upper()}: {first['msg']}")
+
+
+def spec_files_or_fail(spec: list[Path] | None) -> list[Path] | None:
+    """``--spec`` values with directories expanded to their spec files (``None`` stays None);
+    a missing path ends the command with its message."""
+    from relay.changes.inputs import spec_files
+    from relay.errors import InputError
+
+    try:
+        return spec_files(spec) if spec else None
+    except InputError as exc:
+        fail(str(exc))
+    return None
+
+
+def read_change_or_fail(ref: str):
+    """The ChangeSet in the file ``ref``; an unreadable one ends the command with its message."""
+    from relay.changes.inputs import load_changeset
+    from relay.errors import InputError
+
+    try:
+        return load_changeset(ref)
+    except InputError as exc:
+        fail(str(exc))

@@ -10,9 +10,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from relay.domain.outcomes import bad_results
 from relay.domain.run import Run
-from relay.pipeline.run import Progress as PipelineProgress
-from relay.pipeline.run import RunOutcome
+from relay.domain.verdicts import count
+from relay.pipeline.ports import Progress as PipelineProgress
+from relay.pipeline.request import RunOutcome
 from selection.models import Selection, StageStats
 from test_specs.results import OUTCOMES, TestResult
 
@@ -76,8 +78,6 @@ def outcome_table(run: Run) -> Table:
 
 def verdict_table(run: Run) -> Table:
     """Per verdict class: count of tests, and the environments compared."""
-    from relay.domain.verdicts import count
-
     table = Table(title="verdicts")
     table.add_column("verdict")
     table.add_column("tests", justify="right")
@@ -106,7 +106,7 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
         console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     for path in outcome.proposals:
         console.print(f"proposed spec edits (review, not applied): {path}")
-    failed = [r for r in run.results if r.outcome in ("failed", "crashed", "timed_out")]
+    failed = bad_results(run.results)
     for r in failed[:15]:
         first = (r.message or "").splitlines()[0][:160] if r.message else ""
         console.print(f"[red]{r.outcome}[/red] {escape(r.id)}: {escape(first)}", highlight=False)
@@ -114,3 +114,15 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
         console.print(f"… and {len(failed) - 15} more")
     if outcome.report_error:
         console.print(f"[yellow]dashboard post failed: {outcome.report_error}[/yellow]")
+
+
+def print_culprit(console: Console, run: Run, commits: int) -> None:
+    """The culprit line and its bisection rounds, when the run has a culprit."""
+    c = run.culprit
+    if c is None:
+        return
+    console.print(f"culprit: {c.commit} breaks {len(c.tests)} NEW tests "
+                  f"(found in {c.rounds} rounds among {commits} commits)", highlight=False)
+    for step in c.steps:
+        console.print(f"  tried {step.commit[:12]} ({step.environment}): "
+                      f"{len(step.failed)} failed", highlight=False)

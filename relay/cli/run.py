@@ -1,5 +1,4 @@
-"""``relay replay``, ``relay select``, ``relay changes`` and ``relay specs check``: the pipeline
-commands (design §3)."""
+"""``relay select``, ``relay changes`` and ``relay specs check`` (design §3)."""
 
 from __future__ import annotations
 
@@ -9,120 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from relay.cli.common import app, err, fail, settings_or_fail, specs_app
-
-def _read_change(ref: str):
-    from relay.changes.inputs import InputError, load_changeset
-
-    try:
-        return load_changeset(ref)
-    except InputError as exc:
-        fail(str(exc))
-
-
-def _spec_files(spec: list[Path] | None) -> list[Path] | None:
-    """``--spec`` values with directories expanded to their spec files (``None`` stays None)."""
-    from relay.changes.inputs import InputError, spec_files
-
-    try:
-        return spec_files(spec) if spec else None
-    except InputError as exc:
-        fail(str(exc))
-
-
-def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_env: str | None):
-    """``A..B`` (or one commit) in the checkout ``upstream``: the change set, its commits, and
-    — with ``RELAY_COMMIT_ENV`` — the commit → environment resolver and both sides' environments
-    (explicit ``--head-env`` / ``--base-env`` win)."""
-    from relay.envs.commits import CommitEnvError, from_settings
-    from relay.changes.gitrange import GitRangeError, git_range
-
-    try:
-        found = git_range(upstream, ref, upstream=settings.upstream_repo)
-        resolver = from_settings(settings)
-        if resolver is not None and head_env is None:
-            head_env = resolver.resolve(found.changeset.head)
-            base_env = base_env or resolver.resolve(found.changeset.base)
-    except (GitRangeError, CommitEnvError) as exc:
-        fail(str(exc))
-    commit_env = resolver.resolve if resolver is not None else None
-    return found.changeset, found.commits, commit_env, head_env, base_env
-
-
-@app.command()
-def replay(
-    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/), a version pair torch==X..torch==Y (runs head and base in those versions), or with --upstream a commit or range A..B of that checkout (bisected for a culprit when RELAY_COMMIT_ENV is set).")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
-    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files or directories of them (default: the bundled specs).")] = None,
-    backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
-    device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
-    timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
-    head_env: Annotated[Optional[str], typer.Option("--head-env", help="Environment of the head run: current, torch==X, a wheel path or URL, +faults=<SPYRE_SIM_FAULTS>.")] = None,
-    base_env: Annotated[Optional[str], typer.Option("--base-env", help="Environment of the baseline (default: current when --head-env is given).")] = None,
-    upstream: Annotated[Optional[Path], typer.Option("--upstream", exists=True, file_okay=False, help="A PyTorch checkout: run the specs' upstream test files (path: entries) from it.")] = None,
-    shards: Annotated[int, typer.Option("--shards", min=1, help="Concurrent pytest processes.")] = 1,
-    budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
-) -> None:
-    """Run the whole pipeline locally for one upstream change: select, run, store, report.
-
-    Exit status: 0 when the run's conclusion is success or neutral, 1 when it is failure,
-    2 for bad input.
-    """
-    from relay.envs.environments import EnvironmentError_
-    from relay.pipeline.run import SpecsInvalid, run_change
-    from relay.cli.render import BarProgress, print_outcome
-
-    from relay.envs.environments import validate, version_pair
-
-    settings = settings_or_fail().model_copy(update={"backend": backend})
-    for env_text in (head_env, base_env):
-        if env_text is not None:
-            try:
-                validate(env_text)
-            except EnvironmentError_ as exc:
-                fail(str(exc))
-    spec = _spec_files(spec)
-    pair = version_pair(ref) if not Path(ref).exists() else None
-    commits = commit_env = None
-    if pair is not None:
-        from relay.changes.inputs import InputError, changeset_from_versions
-
-        err.print(f"building the change set {pair[0]} → {pair[1]} from the release wheels …")
-        try:
-            changeset = changeset_from_versions(*pair, settings.state_dir / "wheels")
-        except InputError as exc:
-            fail(str(exc))
-        head_env = head_env or pair[1]
-        base_env = base_env or pair[0]
-    elif upstream is not None and not Path(ref).exists():
-        changeset, commits, commit_env, head_env, base_env = _git_change(
-            ref, upstream, settings, head_env, base_env)
-    else:
-        changeset = _read_change(ref)
-    progress = BarProgress(err)
-    try:
-        outcome = run_change(changeset, settings=settings, progress=progress, spec_paths=spec,
-                             device=device, timeout_s=timeout, budget_minutes=budget_minutes,
-                             head_env=head_env, base_env=base_env, shards=shards,
-                             upstream=upstream, commits=commits, commit_env=commit_env)
-    except (EnvironmentError_, SpecsInvalid) as exc:
-        progress.close()
-        fail(str(exc))
-    finally:
-        progress.close()
-    skipped = sum(1 for t in outcome.selection.selected if t.mode == "skip")
-    print_outcome(err, outcome, skipped_by_selection=skipped)
-    if outcome.run.culprit is not None:
-        c = outcome.run.culprit
-        err.print(f"culprit: {c.commit} breaks {len(c.tests)} NEW tests "
-                  f"(found in {c.rounds} rounds among {len(commits or [])} commits)", highlight=False)
-        for step in c.steps:
-            err.print(f"  tried {step.commit[:12]} ({step.environment}): "
-                      f"{len(step.failed)} failed", highlight=False)
-    if json_out:
-        sys.stdout.write(outcome.run.model_dump_json(indent=1, by_alias=True) + "\n")
-    if outcome.run.conclusion == "failure":
-        raise typer.Exit(1)
+from relay.cli.common import app, err, fail, settings_or_fail, spec_files_or_fail, specs_app
 
 
 @app.command()
@@ -143,9 +29,9 @@ def select(
     from rich.markup import escape
 
     from relay.changes.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
-    from relay.pipeline.run import default_specs, load_items
     from relay.cli.render import stage_table
-    from selection.budget import durations_from_db
+    from relay.pipeline.specs import default_specs, load_items
+    from relay.store.durations import durations_from_db
     from selection.pipeline import Selector, to_selection
 
     pair = src_from is not None or src_to is not None
@@ -170,7 +56,7 @@ def select(
     else:
         mode = "upgrade" if upgrade else "pr"
     settings = settings_or_fail()
-    items = load_items(_spec_files(spec) or default_specs())
+    items = load_items(spec_files_or_fail(spec) or default_specs())
     try:
         selector = Selector(items, profile=backend, cache_dir=settings.state_dir / "index",
                             source_root=source_root)
@@ -223,10 +109,10 @@ def specs_check(
     strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any."""
-    from relay.pipeline.run import default_specs
+    from relay.pipeline.specs import default_specs
     from test_specs.loader import check_specs
 
-    targets = _spec_files(paths) if paths else default_specs()
+    targets = spec_files_or_fail(paths) if paths else default_specs()
     errors = check_specs(targets, strict=strict)
     for e in errors:
         typer.echo(e.format())

@@ -10,6 +10,7 @@ import typer
 
 from relay.cli.common import app, db_app, err, fail, settings_or_fail
 
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
@@ -20,8 +21,8 @@ def serve(
 
     import uvicorn
 
-    from relay.service import create_app
     from relay.errors import ConfigError
+    from relay.service import create_app
 
     settings = settings_or_fail()
     # the relay's own INFO lines (delivery started/finished, quarantine, catch-up) next to
@@ -45,21 +46,15 @@ def worker(
 ) -> None:
     """A Celery worker running deliveries and test shards (needs RELAY_BROKER_URL and, across
     machines, a shared RELAY_DATABASE_URL such as PostgreSQL)."""
-    from pydantic import ValidationError
-
     from relay.errors import ConfigError
 
     try:
-        from relay.worker.celery.config import DistributedSettings
         from relay.worker.celery.worker import start_worker
     except ImportError as exc:
-        fail(f"relay worker needs Celery: pip install 'celery[redis]' ({exc})")
+        fail(f"relay worker needs Celery: pip install 'spyre-relay[distributed]' ({exc})")
+    settings = settings_or_fail()
     try:
-        settings = DistributedSettings()
         settings.require_broker()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        fail(f"configuration: RELAY_{str(first['loc'][0]).upper()}: {first['msg']}")
     except ConfigError as exc:
         fail(str(exc))
     if pool not in ("prefork", "threads", "solo"):
@@ -133,8 +128,8 @@ def catch_up_cmd(
     from rich.text import Text
     from sqlalchemy.exc import SQLAlchemyError
 
-    from relay.github.catchup import catch_up_from_settings, parse_since
     from relay.errors import ConfigError, GitHubAPIError
+    from relay.github.catchup import catch_up_from_settings, parse_since
     from relay.store import create_schema, make_engine, make_session_factory
 
     settings = settings_or_fail()

@@ -24,6 +24,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,3 +244,13 @@ class AllowlistSource:
         self._version = version
         self.reloads += 1
         return parsed
+
+
+def allowlist_for(location: str | None, backend: str, *, refresh_s: float = 5.0) -> Callable[[], Allowlist]:
+    """The current-allowlist callable for ``RELAY_ALLOWLIST`` (``location``): a reloading
+    ``AllowlistSource``, or — unset — the local ``backend`` alone at L2 (results on the
+    dashboard, nothing dispatched).  Raises ``AllowlistError`` when the first load fails."""
+    if not location:
+        fixed = Allowlist.local_only(backend, "L2")
+        return lambda: fixed
+    return AllowlistSource(location, refresh_s=refresh_s).get

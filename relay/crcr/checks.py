@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from relay.domain.delivery import Delivery
 from relay.github.checks import (
     CHECK_CONCLUSIONS,
     create_check_run,
@@ -28,7 +29,6 @@ from relay.github.checks import (
     upsert_marked_comment,
 )
 from relay.github.client import GitHubClient
-from relay.github.webhooks import Delivery
 from relay.store.dispatches import pr_labels
 from relay.store.jobs import jobs_for_pr
 from relay.store.outbox import enqueue

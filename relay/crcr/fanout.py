@@ -28,9 +28,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from relay.crcr.allowlist import AllowEntry, Allowlist
 from relay.crcr.payloads import TrimError, build_client_payload, json_size
 from relay.crcr.tokens import issue_dispatch_token
+from relay.domain.delivery import Delivery
 from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
-from relay.github.webhooks import Delivery
 from relay.settings import Settings
 from relay.store.dispatches import ensure_dispatch, mark_dispatch, record_labels
 

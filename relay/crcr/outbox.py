@@ -36,11 +36,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from relay.crcr.checks import sync_check, sync_comment
 from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
+from relay.retrying import Backoff
 from relay.store.outbox import dead, delivered, due, retry_later
 
 __all__ = ["Deliverer", "Retry", "hud_handler"]
 
 log = logging.getLogger(__name__)
+
+#: the longest wait between two tries of an outbox row (seconds)
+OUTBOX_MAX_WAIT_S = 300.0
 
 
 class Retry(Exception):
@@ -51,7 +55,7 @@ Handler = Callable[[Session, dict[str, Any]], None]
 
 
 def hud_handler(send: Callable[[bytes], httpx.Response]) -> Handler:
-    """A ``hud`` handler posting bodies with ``send`` (``relay.reporting.hud.make_sender``)."""
+    """A ``hud`` handler posting bodies with ``send`` (``relay.reporting.sender.make_sender``)."""
 
     def handle(_session: Session, body: dict[str, Any]) -> None:
         data = json.dumps(body, separators=(",", ":")).encode("utf-8")
@@ -91,7 +95,8 @@ class Deliverer:
         self._sf = session_factory
         self._handlers = handlers
         self.poll_s = poll_s
-        self.backoff_s = backoff_s
+        #: no attempt limit: a row waits until it is delivered or refused
+        self.backoff = Backoff(attempts=None, first_s=backoff_s, max_s=OUTBOX_MAX_WAIT_S)
         self._sweep = sweep
         self._sweep_interval_s = sweep_interval_s
         self._last_sweep = 0.0
@@ -145,7 +150,7 @@ class Deliverer:
                     handler(session, row.body)
                 except Retry as exc:
                     failed_kinds.add(row.kind)
-                    delay = retry_later(session, row, str(exc), self.backoff_s)
+                    delay = retry_later(session, row, str(exc), self.backoff)
                     log.warning("outbox %s #%d: %s; retrying in %.1f s", row.kind, row.id, exc, delay)
                     continue
                 except Exception as exc:  # noqa: BLE001 - a permanent failure is kept, not lost

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from relay.errors import TrimError
+
 __all__ = ["CLIENT_PAYLOAD_CAP", "KEEP", "TrimError", "build_client_payload", "trim_payload",
            "json_size"]
 
@@ -34,10 +36,6 @@ KEEP: tuple[str, ...] = (
     "check_run.id", "check_run.name", "check_run.head_sha", "check_run.external_id",
     "sender.login",
 )
-
-
-class TrimError(ValueError):
-    """The payload is over the cap even after trimming to ``KEEP``."""
 
 
 def json_size(value: Any) -> int:

@@ -13,11 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from relay.domain.culprit import Culprit
+from relay.domain.outcomes import Conclusion, conclude, count_outcomes
 from relay.domain.verdicts import VERDICTS, Verdict
 from selection.models import StageStats
-from test_specs.results import OUTCOMES, TestResult
+from test_specs.results import TestResult
 
-Conclusion = Literal["success", "failure", "neutral"]
 Trigger = Literal["replay", "webhook", "baseline", "bisect"]
 
 
@@ -79,16 +79,10 @@ class Run(BaseModel):
 
     @staticmethod
     def count_outcomes(results: list[TestResult]) -> dict[str, int]:
-        """Results per outcome, every known outcome present (zeros included)."""
-        counts = {o: 0 for o in OUTCOMES}
-        for r in results:
-            counts[r.outcome] += 1
-        return counts
+        """Results per outcome, every known outcome present (``relay.domain.outcomes``)."""
+        return count_outcomes(results)
 
     @staticmethod
     def conclude(results: list[TestResult]) -> Conclusion:
-        """``failure`` if any result failed, crashed or timed out; ``neutral`` if none ran."""
-        if not results:
-            return "neutral"
-        bad = {"failed", "crashed", "timed_out"}
-        return "failure" if any(r.outcome in bad for r in results) else "success"
+        """``failure`` if any result is bad; ``neutral`` if none ran (``relay.domain.outcomes``)."""
+        return conclude(results)

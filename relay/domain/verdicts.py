@@ -26,13 +26,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from relay.domain.outcomes import BAD_OUTCOMES, INFRA_OUTCOMES, PASSING_OUTCOMES
 from test_specs.results import TestResult
 
 VerdictKind = Literal["NEW", "FLAKY", "BROKEN_TRUNK", "KNOWN", "FIXED", "INFRA", "OK"]
 VERDICTS: tuple[str, ...] = ("NEW", "FLAKY", "BROKEN_TRUNK", "KNOWN", "FIXED", "INFRA", "OK")
-FAILING = frozenset({"failed"})
-BROKEN = frozenset({"failed", "crashed", "timed_out"})
-INFRA_OUTCOMES = frozenset({"crashed", "timed_out"})
 
 
 class Verdict(BaseModel):
@@ -49,7 +47,7 @@ class Verdict(BaseModel):
 
 def flips(history: Sequence[str]) -> int:
     """How often consecutive outcomes change between passing and failing in ``history``."""
-    states = [o in BROKEN for o in history if o in BROKEN or o in ("passed", "flaky")]
+    states = [o in BAD_OUTCOMES for o in history if o in BAD_OUTCOMES or o in PASSING_OUTCOMES]
     return sum(1 for a, b in zip(states, states[1:]) if a != b)
 
 
@@ -77,17 +75,17 @@ def classify(head: TestResult, base: TestResult | None, history: Sequence[str] =
         return v("KNOWN", "unexpected pass of an xfail test: the spec can be tightened")
     if h in ("xfailed", "skipped"):
         return v("KNOWN", f"{h} as the spec expects")
-    if h in FAILING:
+    if h == "failed":
         if quarantined:
             return v("FLAKY", f"quarantined: {quarantined}; failure ignored")
-        if b in BROKEN:
+        if b in BAD_OUTCOMES:
             return v("BROKEN_TRUNK", f"fails on base too ({b})")
         if flips(history) >= flip_threshold:
             return v("FLAKY", f"outcome flipped {flips(history)}× in recent history")
         if b is None:
             return v("NEW", "fails on head; not run on base (new test)")
         return v("NEW", f"fails on head, {b} on base")
-    if b in BROKEN:
+    if b in BAD_OUTCOMES:
         return v("FIXED", f"{b} on base, passes on head")
     return v("OK", "passes")
 

@@ -25,23 +25,19 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from relay.settings import Settings
+from relay.changes.git import git_run
+from relay.envs.environments import validate
+from relay.errors import CommitEnvError, EnvironmentError_
 
 __all__ = ["CommitEnvError", "CommitEnvResolver", "GitFaultsResolver", "TemplateResolver",
-           "parse_commit_env", "from_settings", "GIT_FAULTS", "FAULTS_FILE", "SHA_MARK"]
+           "parse_commit_env", "resolver_for", "GIT_FAULTS", "FAULTS_FILE", "SHA_MARK"]
 
 GIT_FAULTS = "git-faults:"
 FAULTS_FILE = ".spyre-sim-faults"
 SHA_MARK = "{sha}"
 _SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
-
-
-class CommitEnvError(ValueError):
-    """``RELAY_COMMIT_ENV`` is malformed, or a commit's environment cannot be resolved; the
-    message names the setting or the commit and why."""
 
 
 class CommitEnvResolver(Protocol):
@@ -59,21 +55,12 @@ def _check_sha(sha: str) -> str:
 
 
 def _check_env_kind(text: str, origin: str) -> None:
-    """Parse ``text`` as an environment name and check its kind and faults (no build, no
+    """``text`` must be an environment name of a known kind with valid faults (no build, no
     file-existence check: a templated wheel path may exist only for real commits)."""
-    from relay.envs.environments import PROVIDERS, EnvironmentError_, EnvSpec
-
     try:
-        spec = EnvSpec.parse(text)
-        if spec.faults:
-            from spyre_backend.faults import parse_faults
-
-            parse_faults(spec.faults)
-    except (EnvironmentError_, ValueError) as exc:
+        validate(text, files=False)
+    except EnvironmentError_ as exc:
         raise CommitEnvError(f"{origin}: {exc}") from None
-    if not any(p.accepts(spec) for p in PROVIDERS):
-        raise CommitEnvError(f"{origin}: {text!r} is not 'current', a torch requirement, a wheel "
-                             "or a URL")
 
 
 @dataclass(frozen=True)
@@ -109,11 +96,7 @@ class GitFaultsResolver:
         return f"{GIT_FAULTS}{self.checkout}#{self.path}"
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
-        try:
-            return subprocess.run(["git", "-C", str(self.checkout), *args], capture_output=True,
-                                  text=True, check=False)
-        except OSError as exc:
-            raise CommitEnvError(f"{self.description}: cannot run git ({exc})") from None
+        return git_run(self.checkout, *args, error=CommitEnvError, label=self.description)
 
     def faults_at(self, sha: str) -> str | None:
         """The faults the file holds at ``sha`` (``None`` when the commit has no such file).
@@ -172,7 +155,7 @@ def parse_commit_env(text: str) -> CommitEnvResolver:
                          "requirement per commit)")
 
 
-def from_settings(settings: "Settings") -> CommitEnvResolver | None:
-    """The configured resolver, or ``None`` when ``RELAY_COMMIT_ENV`` is unset."""
-    text = getattr(settings, "commit_env", None)
-    return parse_commit_env(text) if text else None
+def resolver_for(text: str | None) -> CommitEnvResolver | None:
+    """The resolver ``RELAY_COMMIT_ENV`` (``text``) names, or ``None`` when it is unset or blank;
+    raises ``CommitEnvError`` like ``parse_commit_env``."""
+    return parse_commit_env(text) if text and text.strip() else None

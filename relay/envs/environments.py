@@ -27,11 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from relay.errors import EnvironmentError_
+
 FAULTS_MARK = "+faults="
-
-
-class EnvironmentError_(RuntimeError):
-    """An environment could not be parsed or built; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -198,21 +196,13 @@ def fetch_wheel(requirement: str, dest: Path, *, python: Path | None = None) -> 
     return wheels[-1]
 
 
-VERSION_PAIR = re.compile(r"^(?P<base>torch==[^\s]+?)\.\.(?P<head>torch==[^\s]+)$")
-
-
-def version_pair(ref: str) -> tuple[str, str] | None:
-    """``("torch==2.13.0", "torch==2.14.1")`` for ``torch==2.13.0..torch==2.14.1``, else ``None``."""
-    m = VERSION_PAIR.match(ref.strip())
-    return (m.group("base"), m.group("head")) if m else None
-
-
 PROVIDERS: list[Provider] = [CurrentProvider(), VenvProvider()]
 
 
-def validate(text: str, providers: list[Provider] | None = None) -> EnvSpec:
+def validate(text: str, providers: list[Provider] | None = None, *, files: bool = True) -> EnvSpec:
     """Parse ``text`` and check its faults and kind without building anything (cheap; the CLI
-    calls it before minutes of work).  Raises ``EnvironmentError_``."""
+    calls it before minutes of work).  ``files=False`` skips the check that a local wheel exists
+    (a per-commit template names wheels of commits not built yet).  Raises ``EnvironmentError_``."""
     spec = EnvSpec.parse(text)
     if spec.faults:
         from spyre_backend.faults import parse_faults
@@ -222,8 +212,8 @@ def validate(text: str, providers: list[Provider] | None = None) -> EnvSpec:
         except ValueError as exc:
             raise EnvironmentError_(f"environment {text!r}: {exc}") from None
     if not any(p.accepts(spec) for p in providers or PROVIDERS):
-        raise EnvironmentError_(f"environment {text!r}: not 'current', a torch requirement, a wheel or a URL")
-    if spec.base.endswith(".whl") and not spec.base.startswith(("http://", "https://")) \
+        raise EnvironmentError_(f"environment {text!r} is not 'current', a torch requirement, a wheel or a URL")
+    if files and spec.base.endswith(".whl") and not spec.base.startswith(("http://", "https://")) \
             and not Path(spec.base).expanduser().exists():
         raise EnvironmentError_(f"{spec.base}: no such wheel file")
     return spec
@@ -242,7 +232,7 @@ def prepare(text: str, state_dir: Path, providers: list[Provider] | None = None)
             if spec.faults:
                 extra["SPYRE_SIM_FAULTS"] = spec.faults
             return Environment(name=str(spec), python=env.python, env=extra, torch=env.torch)
-    raise EnvironmentError_(f"environment {text!r}: not 'current', a torch requirement, a wheel or a URL")
+    raise EnvironmentError_(f"environment {text!r} is not 'current', a torch requirement, a wheel or a URL")
 
 
 def describe(env: Environment) -> dict[str, object]:

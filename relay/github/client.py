@@ -25,19 +25,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import httpx
-from tenacity import (
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-)
-from tenacity import RetryCallState
+from tenacity import RetryCallState, Retrying
 from tenacity.wait import wait_base
 
 from relay.errors import GitHubAPIError
+from relay.retrying import HTTP, Backoff
 from selection.models import ChangedFile
 
 __all__ = ["GitHubClient", "PR_FILES_CAP", "PER_PAGE", "rate_limit_delay", "wait_rate_limited"]
@@ -107,8 +103,8 @@ class wait_rate_limited(wait_base):
 class GitHubClient:
     """GitHub REST client bound to ``base_url`` (e.g. ``https://api.github.com``).
 
-    ``attempts`` counts tries per request (1 + retries); ``wait`` is a tenacity wait strategy
-    (default exponential 0.5 s → 4 s).  ``transport`` lets tests plug in ``httpx.MockTransport``.
+    Retries follow ``policy`` (default ``relay.retrying.HTTP``: 4 tries, 1, 2, 4 s);
+    ``attempts`` overrides its number of tries, ``wait`` its waits (tests).  ``transport`` lets tests plug in ``httpx.MockTransport``.
     Use as a context manager or call ``close()``.
     """
 
@@ -117,7 +113,8 @@ class GitHubClient:
         base_url: str = "https://api.github.com",
         token: str | None = None,
         *,
-        attempts: int = 4,
+        policy: Backoff = HTTP,
+        attempts: int | None = None,
         wait: wait_base | None = None,
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
@@ -133,9 +130,8 @@ class GitHubClient:
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
         )
-        self._attempts = attempts
-        self._wait = wait_rate_limited(
-            wait if wait is not None else wait_exponential(multiplier=0.5, max=4), max_wait_s)
+        self._policy = policy if attempts is None else replace(policy, attempts=attempts)
+        self._wait = wait_rate_limited(wait if wait is not None else policy.wait(), max_wait_s)
 
     @classmethod
     def from_settings(cls, settings: Any, **kwargs: Any) -> "GitHubClient":
@@ -154,8 +150,7 @@ class GitHubClient:
         self._http.close()
 
     def _retrying(self) -> Retrying:
-        return Retrying(stop=stop_after_attempt(self._attempts), wait=self._wait,
-                        retry=retry_if_exception(_retryable), reraise=True)
+        return self._policy.retrying(_retryable, wait=self._wait)
 
     def _once(self, method: str, url: str, *, params: dict[str, Any] | None = None,
               json: Any = None) -> httpx.Response:
@@ -236,6 +231,25 @@ class GitHubClient:
         """The changed files of ``base...head`` in ``repo`` from the compare API (≤ 300 files)."""
         resp = self.get(f"/repos/{repo}/compare/{base}...{head}")
         return [ChangedFile.model_validate(item) for item in resp.json().get("files", [])]
+
+    def compare_commits(self, repo: str, base: str, head: str, *, limit: int = 2048) -> list[str] | None:
+        """Every commit sha of ``base...head`` (oldest first) from the compare API, paged with
+        ``per_page``/``page`` (100 a page, at most ``limit``); ``None`` when GitHub cannot list
+        them all (unknown commits, an answer without ``commits``, more than ``limit``)."""
+        shas: list[str] = []
+        try:
+            for page in range(1, limit // PER_PAGE + 2):
+                body = self.get(f"/repos/{repo}/compare/{base}...{head}",
+                                {"per_page": PER_PAGE, "page": page}).json()
+                batch = [c["sha"] for c in body.get("commits", []) if c.get("sha")]
+                shas.extend(batch)
+                total = int(body.get("total_commits", len(shas)))
+                if len(shas) >= total or len(batch) < PER_PAGE:
+                    break
+        except (GitHubAPIError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("compare %s...%s in %s: %s", base, head, repo, exc)
+            return None
+        return shas if shas and len(shas) >= total else None
 
     def find_open_issue(self, repo: str, title: str) -> dict[str, Any] | None:
         """The oldest open issue of ``repo`` whose title is exactly ``title``, or ``None``.

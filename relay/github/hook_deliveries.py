@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 
 from pydantic import BaseModel, ConfigDict
 
-from relay.errors import GitHubAPIError
+from relay.errors import GitHubAPIError, HookNotFound
 from relay.github.client import PER_PAGE, GitHubClient
 
 __all__ = [
@@ -43,18 +43,6 @@ __all__ = [
 #: How far back GitHub keeps deliveries that can be redelivered (github.com; GHES keeps 7 days).
 DELIVERY_WINDOW = timedelta(days=3)
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-
-
-class HookNotFound(GitHubAPIError):
-    """GitHub answered 404 for the hook: no such hook on the repository, or the token lacks
-    admin rights on it (GitHub hides hooks from non-admins).  ``status_code`` is 404."""
-
-    def __init__(self, repo: str, hook_id: int, url: str) -> None:
-        super().__init__(404, url, "")
-        self.args = (f"webhook {hook_id} of {repo} not found on GitHub (404): check the hook id, "
-                     "and that the token has admin rights on the repository",)
-        self.repo = repo
-        self.hook_id = hook_id
 
 
 class HookDelivery(BaseModel):

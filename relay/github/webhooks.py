@@ -1,4 +1,5 @@
-"""Typed views of the GitHub webhook payload parts the relay reads, and the ``Delivery`` object.
+"""Typed views of the GitHub webhook payload parts the relay reads (the stored delivery itself is
+``relay.domain.delivery.Delivery``).
 
 Vendor JSON becomes our own typed event at the edge (Zuul's ``GithubEventProcessor`` habit).
 Field sources: GitHub docs, "Webhook events and payloads" — ``pull_request`` carries
@@ -10,15 +11,11 @@ ignored everywhere so new GitHub fields never break intake.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from selection.models import ChangedFile, ChangeSet
 
 __all__ = [
-    "Delivery",
     "Repository",
     "Label",
     "Ref",
@@ -58,25 +55,6 @@ def is_handled(event: str, action: str | None) -> bool:
     return actions is None or action in actions
 
 _IGNORE = ConfigDict(extra="ignore", frozen=True)
-
-
-class Delivery(BaseModel):
-    """One stored webhook delivery: headers we keep plus the parsed JSON body.
-
-    ``id`` is ``X-GitHub-Delivery`` (a GUID, identical on redelivery), ``event`` is
-    ``X-GitHub-Event``, ``hook_id`` is ``X-GitHub-Hook-ID``; ``payload`` is the body as a dict;
-    ``attempts`` counts the processing attempts so far (this one included once claimed).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    event: str
-    action: str | None = None
-    hook_id: str | None = None
-    received_at: datetime
-    payload: dict[str, Any]
-    attempts: int = 0
 
 
 class Repository(BaseModel):

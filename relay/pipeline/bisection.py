@@ -1,11 +1,11 @@
 """Culprit finding for a run: bisect its push range, running only its NEW tests per commit.
 
-``find_culprit`` is called by ``relay.pipeline.run.run_change`` after a regression run whose range
-holds more than one commit (a push's ``commits[]``, a ``relay replay A..B`` git range).  Each
-round (``relay.domain.culprit.bisect``) resolves the commit's environment
-(``relay.envs.commits``), prepares it (``relay.envs.environments.prepare``, cached per name), runs the
-NEW tests there with the pipeline's executor (``relay.pipeline.run.make_executor``: a pytest
-subprocess, or Celery shards when a broker is configured) and stores the round as a run of its
+``find_culprit`` is called by ``relay.pipeline.run.finish_run`` after a regression run whose
+range holds more than one commit (a push's ``commits[]``, a ``relay replay A..B`` git range).
+Each round (``relay.domain.culprit.bisect``) resolves the commit's environment
+(``relay.envs.commits``), prepares it (``relay.envs.environments.prepare``, cached per name),
+runs the NEW tests there with an executor of the run's ``ExecutorFactory`` and stores the round
+through the run's ``RunStore`` as a run of its
 own (trigger ``bisect``, head = the commit, its environment as the ``head`` role, so a later
 change whose base is that commit can reuse the results as its baseline).
 
@@ -24,16 +24,13 @@ from pathlib import Path
 
 from relay.domain.culprit import Culprit, bisect
 from relay.domain.run import Run
-from relay.settings import Settings
+from relay.envs.environments import Environment, describe, prepare
+from relay.errors import BisectionError, CommitEnvError, EnvironmentError_
+from relay.pipeline.ports import ExecutorFactory, RunStore
 
-__all__ = ["BisectionError", "find_culprit", "new_tests", "store_culprit"]
+__all__ = ["find_culprit", "new_tests"]
 
 log = logging.getLogger(__name__)
-
-
-class BisectionError(RuntimeError):
-    """A round could not run (the commit's environment could not be resolved or built); the
-    message names the commit."""
 
 
 def new_tests(run: Run) -> list[str]:
@@ -42,88 +39,54 @@ def new_tests(run: Run) -> list[str]:
 
 
 def find_culprit(run: Run, commits: Sequence[str], resolve: Callable[[str], str], *,
-                 settings: Settings, spec_paths: Sequence[Path], workdir: Path,
-                 device: str = "spyre", timeout_s: int = 120, shards: int = 1,
-                 upstream: Path | None = None,
+                 executors: ExecutorFactory, store: RunStore, state_dir: Path, workdir: Path,
                  phase: Callable[[str], None] | None = None) -> Culprit | None:
     """The first commit of ``commits`` (oldest → newest; the run's base precedes
     ``commits[0]``, its head is ``commits[-1]``) at which one of the run's NEW tests fails.
 
-    ``resolve`` maps a sha to an environment name (``CommitEnvResolver.resolve``).  Returns
-    ``None`` when the run has no NEW verdict or the range holds fewer than two commits.  At most
-    ⌈log2 len(commits)⌉ rounds; each is stored (trigger ``bisect``) and recorded in the
-    culprit's steps with its environment and run id.  Raises ``BisectionError`` when a commit's
-    environment cannot be resolved or built.
+    ``resolve`` maps a sha to an environment name (``CommitEnvResolver.resolve``); environments
+    are built under ``state_dir``.  Returns ``None`` when the run has no NEW verdict or the range
+    holds fewer than two commits.  At most ⌈log2 len(commits)⌉ rounds; each is stored through
+    ``store`` (trigger ``bisect``) and recorded in the culprit's steps with its environment and
+    run id.  Raises ``BisectionError`` when a commit's environment cannot be resolved or built.
     """
-    from relay.envs.commits import CommitEnvError
-    from relay.envs.environments import Environment, EnvironmentError_, describe, prepare
-    from relay.pipeline.run import Progress, make_executor
-
     tests = new_tests(run)
     if not tests or len(commits) < 2:
         return None
     envs: dict[str, Environment] = {}
     rounds: dict[str, tuple[str, str]] = {}  # commit → (environment name, round run id)
 
-    def run_at(commit: str, ids: Sequence[str]) -> set[str]:
-        n = len(rounds) + 1
+    def environment(commit: str) -> Environment:
         try:
             name = resolve(commit)
             if name not in envs:
-                envs[name] = prepare(name, settings.state_dir)
-            env = envs[name]
+                envs[name] = prepare(name, state_dir)
+            return envs[name]
         except (CommitEnvError, EnvironmentError_) as exc:
             raise BisectionError(f"bisecting run {run.id}: commit {commit}: {exc}") from None
+
+    def run_at(commit: str, ids: Sequence[str]) -> set[str]:
+        n = len(rounds) + 1
+        env = environment(commit)
         if phase is not None:
-            phase(f"bisect round {n}: {len(ids)} tests at {commit[:12]} in {name}")
+            phase(f"bisect round {n}: {len(ids)} tests at {commit[:12]} in {env.name}")
         started = datetime.now(timezone.utc)
-        execute = make_executor(spec_paths, workdir / f"round-{n}-{commit[:12]}", device,
-                                Progress(), timeout_s, env, settings, shards=shards,
-                                upstream=upstream)
-        results = execute(list(ids))
-        round_id = uuid.uuid4().hex[:16]
-        _store_round(Run(
-            id=round_id, backend=run.backend, upstream=run.upstream, base=run.base, head=commit,
-            title=f"bisect round {n} for run {run.id}", trigger="bisect", ref=run.ref,
-            delivery_id=run.delivery_id, started_at=started,
+        results = executors(workdir / f"round-{n}-{commit[:12]}", environment=env)(list(ids))
+        round_run = Run(
+            id=uuid.uuid4().hex[:16], backend=run.backend, upstream=run.upstream, base=run.base,
+            head=commit, title=f"bisect round {n} for run {run.id}", trigger="bisect",
+            ref=run.ref, delivery_id=run.delivery_id, started_at=started,
             finished_at=datetime.now(timezone.utc), universe=run.universe, selected=len(ids),
             conclusion=Run.conclude(results), results=results,
-            counts=Run.count_outcomes(results), environments={"head": describe(env)}),
-            settings)
-        rounds[commit] = (name, round_id)
+            counts=Run.count_outcomes(results), environments={"head": describe(env)})
+        store.save(round_run)
+        rounds[commit] = (env.name, round_run.id)
         failed = {r.id for r in results if r.outcome == "failed"}
-        log.info("run %s: bisect round %d at %s (%s): %d of %d failed", run.id, n, commit, name,
-                 len(failed), len(ids))
+        log.info("run %s: bisect round %d at %s (%s): %d of %d failed", run.id, n, commit,
+                 env.name, len(failed), len(ids))
         return failed
 
     found = bisect(list(commits), tests, run_at)
     steps = [s.model_copy(update={"environment": rounds[s.commit][0], "run": rounds[s.commit][1]})
              for s in found.steps]
     return found.model_copy(update={"steps": steps})
-
-
-def _store_round(round_run: Run, settings: Settings) -> None:
-    from relay.store import create_schema, make_engine, make_session_factory, save_run
-    from relay.store.regression import save_regression
-
-    engine = make_engine(settings.database_url)
-    try:
-        create_schema(engine)
-        with make_session_factory(engine)() as session:
-            save_run(session, round_run)
-            save_regression(session, round_run.id, round_run.environments, [])
-    finally:
-        engine.dispose()
-
-
-def store_culprit(run_id: str, culprit: Culprit, settings: Settings) -> None:
-    """Persist ``culprit`` for the stored run ``run_id`` (``relay.store.culprits``)."""
-    from relay.store import make_engine, make_session_factory
-    from relay.store.culprits import save_culprit
-
-    engine = make_engine(settings.database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            save_culprit(session, run_id, culprit)
-    finally:
-        engine.dispose()

@@ -8,7 +8,7 @@ the whole body ≤ 2 MB, ``failed_tests`` ≤ 1,000 ids, ``event_type`` ≤ 100 
 
 ``workflow`` (like ``ci_metrics``) accepts extra keys: the relay's own runs put regression
 data there — ``verdicts`` (counts per class), ``new_tests`` and ``culprit`` (see
-``relay.reporting.hud.build_hud_body``); the rest of the shape is closed.
+``relay.reporting.body.build_hud_body``); the rest of the shape is closed.
 """
 
 from __future__ import annotations

@@ -10,16 +10,9 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 
+from relay.errors import BodyRefused
+
 __all__ = ["BodyRefused", "read_body", "read_capped"]
-
-
-class BodyRefused(Exception):
-    """A request refused while reading it: ``status`` (400/413) and a ``detail`` reason."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 async def read_body(receive: Any, declared: str | None, cap: int) -> bytes:

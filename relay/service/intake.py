@@ -34,12 +34,12 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from relay.service.body import BodyRefused, read_body
-from relay.service.jsonbody import parse_json_body
-from relay.service.metrics import event_label
 from relay.errors import SignatureError
 from relay.github import signing
 from relay.github.webhooks import is_handled
+from relay.service.body import BodyRefused, read_body
+from relay.service.jsonbody import parse_json_body
+from relay.service.metrics import event_label
 
 __all__ = ["WebhookIntake", "RelayApp", "WEBHOOK_BODY_CAP", "WEBHOOK_PATH"]
 

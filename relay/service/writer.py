@@ -16,9 +16,8 @@ import asyncio
 import logging
 import queue
 import threading
-from typing import Any
-
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy.orm import Session
 

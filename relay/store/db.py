@@ -14,8 +14,9 @@ created and is stamped ``head``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -26,6 +27,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
+from relay.errors import DatabaseFileGone
+from relay.retrying import DB_LOCKED
 from relay.store.tables import Base
 
 __all__ = ["make_engine", "make_session_factory", "create_schema", "ping", "alembic_config",
@@ -33,6 +36,8 @@ __all__ = ["make_engine", "make_session_factory", "create_schema", "ping", "alem
 
 #: The Alembic script directory shipped inside the package.
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+T = TypeVar("T")
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -122,11 +127,6 @@ def create_schema(engine: Engine) -> None:
             command.upgrade(cfg, "head")
 
 
-class DatabaseFileGone(RuntimeError):
-    """The SQLite file this process opened was deleted (or moved) under it: SQLite would go on
-    writing into the unlinked inode, and everything written would vanish at restart."""
-
-
 def check_file(session: Session) -> None:
     """For a SQLite file database, raise ``DatabaseFileGone`` when the file is no longer at its
     path (one ``stat``); nothing for other databases."""
@@ -149,13 +149,13 @@ def _locked(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError) and ("locked" in text_ or "busy" in text_)
 
 
-def retry_locked(fn: Any, *, attempts: int = 8, max_wait_s: float = 8.0) -> Any:
+def retry_locked(fn: Callable[[], T]) -> T:
     """``fn()``, called again while SQLite answers "database is locked" past its own 5 s
     ``busy_timeout`` (another process — ``relay replay``, ``relay quarantine`` — holding the
-    write lock): up to ``attempts`` calls, waiting 0.5 s, 1 s, 2 s … (≤ ``max_wait_s``) between
-    them.  ``fn`` must open its own session (a failed transaction is rolled back with it).
-    Any other error, or the last "locked" one, is raised."""
-    from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
-
-    return retry(retry=retry_if_exception(_locked), stop=stop_after_attempt(attempts),
-                 wait=wait_exponential(multiplier=0.5, max=max_wait_s), reraise=True)(fn)()
+    write lock), under ``relay.retrying.DB_LOCKED`` (8 tries, 0.5 s doubling to 8 s).  ``fn``
+    must open its own session (a failed transaction is rolled back with it).  Any other error,
+    or the last "locked" one, is raised."""
+    for attempt in DB_LOCKED.retrying(_locked):
+        with attempt:
+            result = fn()
+    return result

@@ -19,7 +19,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.github.webhooks import Delivery
+from relay.domain.delivery import Delivery
 from relay.store.db import check_file
 from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, as_utc, utcnow
 

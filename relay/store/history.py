@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from relay.domain.verdicts import Verdict
 from relay.store.regression import VerdictRecord
 from relay.store.tables import DispatchRecord, JobRecord, RunRecord, TestResultRecord
-from relay.domain.verdicts import Verdict
 
 __all__ = ["runs_for_commit", "jobs_for_commit", "test_history", "flaky_tests", "local_runs_since",
            "notable_verdicts", "NOTABLE"]

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from relay.retrying import Backoff
 from relay.store.tables import OutboxRecord, utcnow
 
 __all__ = ["enqueue", "due", "delivered", "retry_later", "dead", "outbox_counts",
@@ -65,10 +66,9 @@ def delivered(session: Session, row_id: int) -> None:
     session.commit()
 
 
-def retry_later(session: Session, row: OutboxRecord, error: str, base_s: float,
-                max_s: float = 300.0) -> float:
-    """Schedule the next attempt after ``base_s · 2^attempts`` seconds (≤ ``max_s``)."""
-    delay = min(max_s, base_s * (2 ** row.attempts))
+def retry_later(session: Session, row: OutboxRecord, error: str, backoff: Backoff) -> float:
+    """Schedule the next attempt after ``backoff.delay(failures)`` seconds; returns the delay."""
+    delay = backoff.delay(row.attempts + 1)
     session.execute(update(OutboxRecord).where(OutboxRecord.id == row.id)
                     .values(attempts=OutboxRecord.attempts + 1, last_error=error[:2000],
                             next_attempt_at=utcnow() + timedelta(seconds=delay)))

@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from relay.store.tables import Base, RunRecord
 from relay.domain.verdicts import Verdict
+from relay.store.tables import Base, RunRecord
 
 __all__ = ["RunEnvironmentRecord", "VerdictRecord", "save_regression", "load_environments",
            "load_verdicts", "find_baseline", "recent_outcomes"]
@@ -56,9 +56,9 @@ class VerdictRecord(Base):
 
 
 def save_regression(session: Session, run_id: str, environments: dict[str, dict[str, Any]],
-                    verdicts: Sequence[Verdict]) -> None:
+                    verdicts: Sequence[Verdict], *, commit: bool = True) -> None:
     """Replace the environments and verdicts stored for ``run_id`` (the run row must exist);
-    commits."""
+    commits unless ``commit=False`` (then flushes; ``save_run`` does so)."""
     for model in (RunEnvironmentRecord, VerdictRecord):
         for row in session.scalars(select(model).where(model.run_id == run_id)):
             session.delete(row)
@@ -70,7 +70,10 @@ def save_regression(session: Session, run_id: str, environments: dict[str, dict[
             wheel_sha256=env.get("torch_wheel_sha256")))
     session.add_all(VerdictRecord(run_id=run_id, test_id=v.id, verdict=v.verdict, head=v.head,
                                   base=v.base, reason=v.reason) for v in verdicts)
-    session.commit()
+    if commit:
+        session.commit()
+    else:
+        session.flush()
 
 
 def load_environments(session: Session, run_id: str) -> dict[str, dict[str, Any]]:

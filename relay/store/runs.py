@@ -1,10 +1,10 @@
-"""Persisting ``relay.domain.run.Run`` with its ``TestResult``s; loading them back unchanged.
+"""Persisting ``relay.domain.run.Run`` with everything it holds; loading it back unchanged.
 
-``save_run`` is an upsert by run id (results replaced), so saving the same run twice — e.g. by
-the pipeline and again by the delivery processor — is harmless.  A run's regression data lives
-in tables of its own, written by ``relay.store.regression.save_regression`` (environments,
-verdicts) and ``relay.store.culprits.save_culprit``; ``load_run`` and ``list_runs`` read them
-back: ``environments``, ``verdicts`` (``load_run``, and ``list_runs(with_results=True)``),
+``save_run`` writes the run row, its ``TestResult``s, its environments and verdicts
+(``relay.store.regression``) and its culprit (``relay.store.culprits``) in the caller's
+transaction — one run, one transaction.  It is an upsert by run id (children replaced), so a
+retried transaction cannot leave two copies.  ``load_run`` and ``list_runs`` read it back:
+``environments``, ``verdicts`` (``load_run``, and ``list_runs(with_results=True)``),
 ``verdict_counts`` (always), ``culprit`` and ``baseline_run``.
 
 ``baseline_run`` is stored with the run: the stored run whose base results it was compared
@@ -13,19 +13,18 @@ with (the one computed for it, else the first reused).
 
 from __future__ import annotations
 
-
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from relay.errors import RunNotFound
 from relay.domain.run import Run
-from relay.store.culprits import load_culprits
-from relay.store.regression import RunEnvironmentRecord, VerdictRecord, load_verdicts
-from relay.store.tables import RunRecord, TestResultRecord, as_utc
 from relay.domain.verdicts import VERDICTS
+from relay.errors import RunNotFound
+from relay.store.culprits import load_culprits, save_culprit
+from relay.store.regression import RunEnvironmentRecord, VerdictRecord, load_verdicts, save_regression
+from relay.store.tables import RunRecord, TestResultRecord, as_utc
 from selection.models import StageStats
 from test_specs.results import TestResult
 
@@ -35,8 +34,9 @@ __all__ = ["save_run", "load_run", "list_runs", "load_runs", "run_for_delivery"]
 
 
 def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
-    """Insert or replace ``run`` and its results, then commit (``commit=False``: flush only, so
-    the caller can commit it together with its outbox rows)."""
+    """Insert or replace ``run`` with its results, environments, verdicts and culprit, then
+    commit (``commit=False``: flush only, so the caller commits it together with its outbox
+    row and the delivery's final state)."""
     session.execute(delete(TestResultRecord).where(TestResultRecord.run_id == run.id))
     record = session.get(RunRecord, run.id) or RunRecord(id=run.id)
     record.backend = run.backend
@@ -63,6 +63,9 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
                          duration_ms=r.duration_ms, attempts=r.attempts, message=r.message)
         for r in run.results
     )
+    save_regression(session, run.id, run.environments, run.verdicts, commit=False)
+    if run.culprit is not None:
+        save_culprit(session, run.id, run.culprit, commit=False)
     if commit:
         session.commit()
         session.expire(record)

@@ -1,61 +1,131 @@
-"""Processing one delivery on a worker: the same steps the in-process queue runs.
+"""What processing a delivery means for this relay, in one place for every worker kind.
 
-``handle_delivery`` is called by the ``relay.process_delivery`` task, once per (re)delivered
-message.  It composes the public pieces the app factory uses — the allowlist, the CRCR fan-out,
-the L3 check gating, ``default_processor`` for the local backend, and the HUD outbox row written
-in the run's transaction — around ``relay.worker.processing.process_delivery``.  The relay's
-deliverer (in ``relay serve``) sends the outbox rows; the worker only writes them.
+``DeliveryWork`` puts together, around ``relay.worker.processing.process_delivery``:
+
+* the CRCR fan-out (``fanout``: repository_dispatch to the allowlisted downstreams, then the L3
+  check gating of a ``ciflow/crcr/<device>`` label);
+* the local backend's run (``request``: the ``RunRequest`` a delivery asks for, when the local
+  backend is on the allowlist; ``processor``: that request through ``run_change`` in this
+  process);
+* its report (``report``: the HUD outbox row, written in the run's transaction when the local
+  backend's level reports to the dashboard — L2–L4, as CRCR).
+
+The in-process queue (``relay.service.factory``) calls ``process``; the Celery tasks
+(``relay.worker.celery.tasks``) use the same pieces around a chord of shards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from relay.worker.processing import default_processor, process_delivery
-from relay.crcr.allowlist import Allowlist, AllowlistSource
-from relay.github.webhooks import Delivery
+from relay.changes.inputs import spec_files
+from relay.crcr.allowlist import Allowlist, allowlist_for
+from relay.crcr.checks import on_labeled
+from relay.crcr.fanout import FanoutContext, fan_out
+from relay.domain.delivery import Delivery
 from relay.domain.run import Run
+from relay.envs.commits import resolver_for
+from relay.github.client import GitHubClient
+from relay.pipeline.local import LocalExecutors
+from relay.pipeline.ports import ExecutorFactory, Ports, ResultSink
+from relay.pipeline.request import RunConfig, RunRequest
+from relay.pipeline.run import run_change
+from relay.pipeline.specs import default_specs
+from relay.reporting.outbox import enqueue_result
 from relay.settings import Settings
+from relay.store.run_store import SqlRunStore
+from relay.worker.handlers import request_for
+from relay.worker.processing import Processor, process_delivery
 
-__all__ = ["handle_delivery"]
-
-
-def _allowlist(settings: Settings):
-    if not settings.allowlist:
-        fixed = Allowlist.local_only(settings.backend, "L2")
-        return lambda: fixed
-    return AllowlistSource(settings.allowlist, refresh_s=settings.allowlist_refresh_s).get
+__all__ = ["DeliveryWork", "run_config"]
 
 
-def handle_delivery(delivery_id: str, settings: Settings, sf: sessionmaker[Session],
-                    retry: Callable[[str, float], None] | None = None) -> str | None:
-    """Process the stored delivery ``delivery_id``; returns its final status (``None`` when it
-    was not claimable).  Never raises for a pipeline error (recorded on the delivery row);
-    ``retry(delivery_id, delay_s)`` schedules a transient failure again."""
-    from relay.crcr.checks import on_labeled
-    from relay.crcr.fanout import FanoutContext, fan_out
-    from relay.github.client import GitHubClient
-    from relay.reporting.hud import enqueue_result
+def run_config(settings: Settings) -> RunConfig:
+    """How a webhook run executes: the specs of ``RELAY_SPECS`` (default the bundled ones), this
+    relay's backend and state dir.  Raises ``InputError`` for a spec path that does not exist."""
+    specs = (spec_files([Path(p.strip()) for p in settings.specs.split(",") if p.strip()])
+             if settings.specs else default_specs())
+    return RunConfig(spec_paths=tuple(specs), state_dir=settings.state_dir, backend=settings.backend)
 
-    allowlist = _allowlist(settings)
 
-    def level() -> str | None:
-        entry = allowlist().get(settings.backend)
+class DeliveryWork:
+    """The fan-out, local run and report of deliveries for ``settings`` (see the module
+    docstring).  ``processor`` replaces the local run (tests);
+    ``allowlist`` defaults to ``RELAY_ALLOWLIST``; ``on_outbox`` is called after a transaction
+    wrote outbox rows (wakes the deliverer).  Raises ``AllowlistError`` when the allowlist
+    cannot be loaded."""
+
+    def __init__(self, settings: Settings, session_factory: sessionmaker[Session], *,
+                 processor: Processor | None = None,
+                 allowlist: Callable[[], Allowlist] | None = None,
+                 on_outbox: Callable[[], None] | None = None) -> None:
+        self.settings = settings
+        self.sf = session_factory
+        self.allowlist = allowlist or allowlist_for(settings.allowlist, settings.backend,
+                                                    refresh_s=settings.allowlist_refresh_s)
+        self._processor = processor
+        self._on_outbox = on_outbox or (lambda: None)
+        self._fanout_ctx = FanoutContext(session_factory, settings, self.allowlist,
+                                         lambda: GitHubClient.from_settings(settings))
+
+    def level(self) -> str | None:
+        """The local backend's allowlist level (``None``: not listed, nothing runs locally)."""
+        entry = self.allowlist().get(self.settings.backend)
         return entry.level if entry is not None else None
 
-    def local(delivery: Delivery, s: Settings) -> Run | None:
-        return default_processor(delivery, s) if level() is not None else None
+    def fanout(self, delivery: Delivery) -> None:
+        """CRCR fan-out of ``delivery`` and the L3 checks a label starts."""
+        fan_out(delivery, self._fanout_ctx)
+        if on_labeled(delivery, self.sf):
+            self._on_outbox()
 
-    def report(session: Session, run: Run, delivery: Delivery) -> None:
-        enqueue_result(session, run, delivery, settings, level())
+    def report(self, session: Session, run: Run, delivery: Delivery) -> bool:
+        """The run's HUD outbox row in ``session`` (the run's transaction); whether one was written."""
+        return enqueue_result(session, run, delivery, self.settings, self.level())
 
-    ctx = FanoutContext(sf, settings, allowlist, lambda: GitHubClient.from_settings(settings))
+    def request(self, delivery: Delivery) -> RunRequest | None:
+        """The local run ``delivery`` asks for, or ``None`` (not allowlisted, nothing to run)."""
+        if self.level() is None:
+            return None
+        return request_for(delivery, self.settings)
 
-    def fanout(delivery: Delivery) -> None:
-        fan_out(delivery, ctx)
-        on_labeled(delivery, sf)
+    def ports(self, sink: ResultSink, executors: ExecutorFactory) -> Ports:
+        """The pipeline's ports for one webhook run."""
+        resolver = resolver_for(self.settings.commit_env)
+        return Ports(executors=executors, store=SqlRunStore(self.sf), sink=sink,
+                     commit_env=resolver.resolve if resolver is not None else None)
 
-    return process_delivery(delivery_id, session_factory=sf, settings=settings, processor=local,
-                            report=report, fanout=fanout, retry=retry)
+    def run_locally(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+        """The default processor: the delivery's run through the whole pipeline, in this process
+        (a relay with a broker sends deliveries to Celery workers instead)."""
+        request = self.request(delivery)
+        if request is None:
+            return None
+        config = run_config(settings)
+        return run_change(request, config, self.ports(sink, LocalExecutors.for_config(config))).run
+
+    def _local(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+        if self._processor is None:
+            return self.run_locally(delivery, settings, sink)
+        return self._processor(delivery, settings, sink) if self.level() is not None else None
+
+    def process(self, delivery_id: str, *, retry: Callable[[str, float], None] | None = None,
+                fanout: bool = True, report: bool = True,
+                on_finished: Callable[[Delivery, str], None] | None = None) -> str | None:
+        """``process_delivery`` with this relay's pieces; returns the final status.  When the run's
+        transaction wrote an outbox row, ``on_outbox`` is called after it committed."""
+        wrote: list[bool] = []
+
+        def report_and_note(session: Session, run: Run, delivery: Delivery) -> None:
+            wrote.append(self.report(session, run, delivery))
+
+        status = process_delivery(delivery_id, session_factory=self.sf, settings=self.settings,
+                                  processor=self._local, report=report_and_note if report else None,
+                                  fanout=self.fanout if fanout else None, retry=retry,
+                                  on_finished=on_finished)
+        if any(wrote):
+            self._on_outbox()
+        return status

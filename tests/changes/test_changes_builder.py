@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.changes import (ChangeSourceError, WheelSource, build_changeset, describe_source,
-                           diff_sources)
+from relay.changes import ChangeSourceError, WheelSource, build_changeset, describe_source, diff_sources
 from selection.models import ChangeSet
 from tests.changes.changes_helpers import NEW, OLD, write_tree, write_wheel
 

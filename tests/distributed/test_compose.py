@@ -14,8 +14,8 @@ import typer
 import yaml
 from fastapi.testclient import TestClient
 
-from relay.service import create_app
 from relay.cli import app as cli_app
+from relay.service import create_app
 from relay.settings import Settings
 
 #: typer >= 0.16 vendors click as ``typer._click``; older typer uses click itself

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from relay.worker.celery.executor import plan_shards
-from relay.worker.celery.specs import SpecRefError, materialize, spec_refs
-from relay.store.shard_results import load_results, record_results, recorded_ids
 from relay.store import create_schema, make_engine, make_session_factory
+from relay.store.shard_results import load_results, record_results, recorded_ids
+from relay.worker.celery.shards import plan_shards
+from relay.worker.celery.specs import SpecRefError, materialize, spec_refs
 from test_specs.results import TestResult
 
 
@@ -84,28 +84,28 @@ def test_plan_shards_is_deterministic_and_complete() -> None:
         plan_shards(ids, 0)
 
 
-def test_make_executor_picks_celery_only_with_a_broker(tmp_path: Path, monkeypatch) -> None:
-    from relay.worker.celery.executor import CeleryExecutor
-    from relay.pipeline.run import Progress, make_executor
+def test_executors_are_celery_only_with_a_broker(tmp_path: Path, monkeypatch) -> None:
+    from relay.execution.registry import executors_for
     from relay.settings import Settings
+    from relay.worker.celery.executor import CeleryExecutor
 
     monkeypatch.delenv("RELAY_BROKER_URL", raising=False)
     spec = tmp_path / "s.yaml"
     spec.write_text("test_suite_config: {files: []}\n")
-    local = make_executor([spec], tmp_path / "w", "spyre", Progress(), 5)
+    local = executors_for(Settings(state_dir=tmp_path), [spec], timeout_s=5)(tmp_path / "w")
     assert not isinstance(local, CeleryExecutor)
     with_broker = Settings(broker_url="redis://127.0.0.1:6379/13", state_dir=tmp_path)
-    assert isinstance(make_executor([spec], tmp_path / "w", "spyre", Progress(), 5,
-                                    settings=with_broker), CeleryExecutor)
-    # the settings decide, not the process environment (run_change always passes them)
+    assert isinstance(executors_for(with_broker, [spec], timeout_s=5)(tmp_path / "w"), CeleryExecutor)
+    # the settings decide, not the process environment (the composition roots pass them)
     monkeypatch.setenv("RELAY_BROKER_URL", "redis://127.0.0.1:6379/13")
-    assert not isinstance(make_executor([spec], tmp_path / "w", "spyre", Progress(), 5), CeleryExecutor)
+    without = Settings(broker_url=None, state_dir=tmp_path)
+    assert not isinstance(executors_for(without, [spec], timeout_s=5)(tmp_path / "w"), CeleryExecutor)
 
 
 def test_app_uses_the_celery_queue_with_a_broker(tmp_path: Path) -> None:
     from relay.service import create_app
-    from relay.worker.celery.queue import CeleryQueue
     from relay.settings import Settings
+    from relay.worker.celery.queue import CeleryQueue
     from relay.worker.queue import InProcessQueue, TaskQueue
 
     base = dict(webhook_secret="queue-test-secret-123", state_dir=tmp_path,

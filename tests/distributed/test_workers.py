@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from relay.worker.celery.config import DistributedSettings
-from relay.worker.celery.executor import CeleryExecutor
-from relay.store.shard_results import ShardResultRecord
+from relay.settings import Settings as DistributedSettings
 from relay.store import create_schema, make_engine, make_session_factory
+from relay.store.shard_results import ShardResultRecord
+from relay.worker.celery.executor import CeleryExecutor
 from tests.distributed.conftest import SLOW_TEMPLATES, tiny_spec
 
 pytestmark = pytest.mark.timeout(600)

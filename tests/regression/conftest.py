@@ -15,6 +15,7 @@ from relay.store import create_schema, make_engine, make_session_factory
 from tests.fakes.github import FakeGitHub
 from tests.pg import fresh_schema_url
 
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":

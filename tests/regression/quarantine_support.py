@@ -19,7 +19,6 @@ from relay.store.tables import DeliveryRecord
 from test_specs.results import TestResult
 from tests.fakes.github import FakeGitHub
 
-
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 REPO = "acme/spyre-ci"
 MAIN = "refs/heads/main"

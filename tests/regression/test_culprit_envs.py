@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from relay.envs.commits import (CommitEnvError, GitFaultsResolver, TemplateResolver, from_settings,
-                               parse_commit_env)
-from relay.domain.culprit import BisectStep, Culprit
 from relay.changes.gitrange import GitRangeError, git_range, looks_like_range
+from relay.domain.culprit import BisectStep, Culprit
+from relay.envs.commits import CommitEnvError, GitFaultsResolver, TemplateResolver, parse_commit_env, resolver_for
 from relay.settings import Settings
 from tests.fakes.upstream_git import FAULTS_FILE, SOFTMAX, git, make_upstream
 
@@ -74,10 +73,10 @@ def test_bad_commit_env_is_a_clear_configuration_error(text: str, message: str) 
 
 
 def test_commit_env_setting(monkeypatch: pytest.MonkeyPatch, upstream) -> None:
-    assert Settings().commit_env is None and from_settings(Settings()) is None
+    assert Settings().commit_env is None and resolver_for(Settings().commit_env) is None
     assert Settings(commit_env="  ").commit_env is None
     monkeypatch.setenv("RELAY_COMMIT_ENV", f"git-faults:{upstream.path}")
-    resolver = from_settings(Settings())
+    resolver = resolver_for(Settings().commit_env)
     assert isinstance(resolver, GitFaultsResolver) and resolver.checkout == upstream.path.resolve()
 
 
@@ -99,8 +98,8 @@ def test_git_range_lists_first_parent_commits_and_the_change(upstream) -> None:
 
 
 def test_push_commits_completes_a_cut_list_from_the_compare_api(fake_github_server) -> None:
-    from relay.worker.processing import push_commits
     from relay.github.webhooks import PushEvent
+    from relay.worker.handlers import push_commits
     from tests.fakes.github import push_payload
 
     fake, url = fake_github_server
@@ -140,12 +139,12 @@ def _culprit(commit: str) -> Culprit:
 
 
 def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
-    from relay.reporting.hud import build_hud_body
+    from relay.domain.verdicts import Verdict
+    from relay.reporting.body import build_hud_body
     from relay.reporting.models import HudBody
     from relay.store import create_schema, list_runs, load_run, make_engine, make_session_factory, save_run
     from relay.store.culprits import load_culprit, runs_blaming, save_culprit
     from relay.store.regression import save_regression
-    from relay.domain.verdicts import Verdict
     from tests.fakes.runs import make_run
 
     engine = make_engine(f"sqlite:///{tmp_path / 'r.db'}")
@@ -214,31 +213,21 @@ def test_git_helper_builds_distinct_commits(upstream) -> None:
     assert git(upstream.path, "show", f"{upstream.commits[2]}:{FAULTS_FILE}").strip().endswith(FAULT)
 
 
-def test_pull_request_runs_head_against_base_in_their_commits_envs(
-        monkeypatch: pytest.MonkeyPatch, fake_github_server, upstream) -> None:
+def test_pull_request_runs_head_against_base_in_their_commits_envs(fake_github_server, upstream) -> None:
     from datetime import datetime, timezone
 
-    import relay.pipeline.run
-    from relay.worker.processing import on_pull_request
-    from relay.github.webhooks import Delivery
+    from relay.domain.delivery import Delivery
+    from relay.worker.handlers import on_pull_request
     from tests.fakes.github import pr_files, pull_request_payload
-    from tests.fakes.runs import run_from_changeset
 
-    seen: list[dict] = []
-
-    def fake_run_change(changeset, **kwargs):
-        seen.append(kwargs)
-        return run_from_changeset(changeset, delivery_id=kwargs["delivery_id"])
-
-    monkeypatch.setattr(relay.pipeline.run, "run_change", fake_run_change)
     fake, url = fake_github_server
     fake.add_pull("pytorch/pytorch", 7, pr_files(2))
     settings = Settings(github_api_url=url, commit_env=f"git-faults:{upstream.path}")
     payload = pull_request_payload(base=upstream.commits[0], head=upstream.commits[3])
-    on_pull_request(Delivery(id="d-1", event="pull_request", action="opened",
-                             received_at=datetime.now(timezone.utc), payload=payload), settings)
-    assert seen[0]["head_env"] == f"current+faults={FAULT}" and seen[0]["base_env"] == "current"
-    assert seen[0]["ref"] == "refs/heads/main" and seen[0]["commits"] is None
+    request = on_pull_request(Delivery(id="d-1", event="pull_request", action="opened",
+                                       received_at=datetime.now(timezone.utc), payload=payload), settings)
+    assert request.head_env == f"current+faults={FAULT}" and request.base_env == "current"
+    assert request.ref == "refs/pull/7/head" and request.commits is None
     unknown = pull_request_payload(base="e" * 40, head=upstream.commits[3])
     with pytest.raises(CommitEnvError, match="not found in"):
         on_pull_request(Delivery(id="d-2", event="pull_request", action="opened",

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-import relay.pipeline.run
+import relay.worker.delivery
 from relay.service import create_app
 from relay.settings import Settings
 from relay.store.hud_results import list_hud_results
@@ -63,7 +63,7 @@ def test_push_of_16_commits_is_bisected_to_the_culprit(tmp_path: Path, live_serv
     up = make_upstream(tmp_path / "upstream", 16, bad=BAD, faults=FAULT)
     spec = tmp_path / "reg.yaml"
     spec.write_text(SPEC)
-    monkeypatch.setattr(relay.pipeline.run, "default_specs", lambda: [spec])  # keep the run small
+    monkeypatch.setattr(relay.worker.delivery, "default_specs", lambda: [spec])  # keep the run small
     github = FakeGitHub()
     settings = Settings(webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / 'relay.db'}",
                         state_dir=tmp_path / "state", github_api_url=live_server(github.app()).url,

@@ -12,13 +12,13 @@ import httpx
 from sqlalchemy import select
 from tenacity import wait_none
 
-from relay.github.client import GitHubClient
 from relay.domain.run import Run
+from relay.github.client import GitHubClient
 from relay.quarantine.policy import evaluate
 from relay.settings import Settings
 from relay.store.tables import DeliveryRecord
 from test_specs.results import TestResult
-from tests.regression.quarantine_support import NOW, REPO, MAIN, T, TITLE, Runs, posts, records, settings_for
+from tests.regression.quarantine_support import MAIN, NOW, REPO, TITLE, Runs, T, posts, records, settings_for
 
 
 def test_three_flaky_main_runs_file_one_issue_exactly_once(db_url, factory, github):
@@ -144,8 +144,9 @@ def test_thresholds_come_from_settings(db_url, factory, github, monkeypatch):
 
 
 def test_a_quarantined_failing_test_is_flaky_not_new_and_the_run_succeeds(db_url, factory, github):
-    from relay.pipeline.baseline import Baseline, verdicts_for
     from relay.domain.verdicts import conclusion
+    from relay.pipeline.baseline import verdicts_for
+    from relay.store.run_store import SqlRunStore
 
     fake, client = github
     Runs(factory).flaky_at(5, 3, 1)
@@ -154,14 +155,14 @@ def test_a_quarantined_failing_test_is_flaky_not_new_and_the_run_succeeds(db_url
         [p] = evaluate(s, settings, client, now=NOW).disabled
     head = [TestResult(id=T, upstream="u", outcome="failed", message="boom"),
             TestResult(id="other", upstream="u", outcome="passed")]
-    base = Baseline(results={r.id: TestResult(id=r.id, upstream="u", outcome="passed")
-                             for r in head}, reused_from=[], computed_run=None, computed=0)
-    verdicts = verdicts_for(head, base, settings=settings)
+    base = {r.id: TestResult(id=r.id, upstream="u", outcome="passed") for r in head}
+    store = SqlRunStore(factory)
+    verdicts = verdicts_for(head, base, store)
     assert verdicts[0].verdict == "FLAKY" and verdicts[1].verdict == "OK"
     assert TITLE in verdicts[0].reason and p.issue_url in verdicts[0].reason
     assert conclusion(verdicts) == "success"
     unknown = [TestResult(id="not-quarantined", upstream="u", outcome="failed")]
-    assert verdicts_for(unknown, base, settings=settings)[0].verdict == "NEW"
+    assert verdicts_for(unknown, base, store)[0].verdict == "NEW"
 
 
 def test_a_create_answered_5xx_is_not_filed_twice():
@@ -183,14 +184,14 @@ def test_a_create_answered_5xx_is_not_filed_twice():
 def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_url, factory,
                                                                           monkeypatch, caplog):
     import relay.quarantine.policy
-    from relay.worker.processing import process_delivery
     from relay.store import insert_delivery
+    from relay.worker.processing import process_delivery
 
     now = datetime.now(timezone.utc)  # process_delivery evaluates at the wall clock
     Runs(factory, now).flaky_at(5, 3)
     settings = settings_for(db_url, quarantine_repo=None)
 
-    def processor(delivery, _settings) -> Run:
+    def processor(delivery, _settings, _sink) -> Run:
         results = [TestResult(id=T, upstream="u", outcome="flaky")]
         return Run(id=f"run-{delivery.id}", base="b" * 40, head="c" * 40, trigger="webhook",
                    ref=MAIN, delivery_id=delivery.id, started_at=now, finished_at=now,
@@ -220,8 +221,8 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
                                                live_server, tmp_path):
     from typer.testing import CliRunner
 
-    from relay.service import create_app
     from relay.cli import app as cli_app
+    from relay.service import create_app
 
     fake, client = github
     runs = Runs(factory, datetime.now(timezone.utc))  # the CLI evaluates at the real clock
@@ -246,7 +247,7 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
 
     settings = Settings(webhook_secret="a-real-secret-0123456789", database_url=db_url,
                         state_dir=tmp_path)
-    url = live_server(create_app(settings, processor=lambda d, s: None, report=False)).url
+    url = live_server(create_app(settings, processor=lambda d, s, sink: None, report=False)).url
     row, _ = httpx.get(url + "/api/v1/quarantine").json()["quarantine"]
     assert (row["test_id"], row["state"], row["issue_number"]) == ("recent", "disabled", 1)
     flaky = {f["test_id"]: f for f in httpx.get(url + "/api/v1/flaky").json()["flaky"]}

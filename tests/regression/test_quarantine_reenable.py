@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-
 from relay.quarantine.policy import REENABLE_MARKER, evaluate
-from tests.regression.quarantine_support import NOW, REPO, T, Runs, disable_then_green, posts, records, settings_for
+from tests.regression.quarantine_support import NOW, REPO, Runs, T, disable_then_green, posts, records, settings_for
 
 
 def test_150_greens_over_8_days_propose_reenabling_once(db_url, factory, github):

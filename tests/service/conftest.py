@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.pg import fresh_schema_url
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
+from relay.domain.delivery import Delivery
 from relay.service import create_app
-from relay.github.webhooks import Delivery
 from relay.settings import Settings
 from tests.fakes.github import FakeGitHub, WebhookSender
 from tests.fakes.live import LiveServer
+from tests.pg import fresh_schema_url
 
 SECRET = "test-webhook-secret-0123456789"
 
@@ -39,7 +38,7 @@ class Recorder:
     fail: Exception | None = None
     event: threading.Event = field(default_factory=threading.Event)
 
-    def __call__(self, delivery: Delivery, settings: Settings) -> None:
+    def __call__(self, delivery: Delivery, settings: Settings, sink: object = None) -> None:
         self.calls.append(delivery)
         self.event.set()
         if self.fail is not None:

@@ -16,11 +16,11 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 from tenacity import wait_none
 
-from relay.service import create_app
-from relay.github.catchup import CATCHUP_MARGIN, catch_up, parse_since
 from relay.errors import GitHubAPIError
+from relay.github.catchup import CATCHUP_MARGIN, catch_up, parse_since
 from relay.github.client import GitHubClient
 from relay.github.hook_deliveries import HookDelivery, HookNotFound, list_hook_deliveries
+from relay.service import create_app
 from relay.settings import Settings
 from relay.store.tables import DeliveryRecord
 from tests.fakes.github import FakeGitHub, pull_request_payload

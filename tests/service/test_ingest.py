@@ -13,7 +13,8 @@ from fastapi.responses import JSONResponse
 from tenacity import wait_none
 
 from relay.errors import HudPostError
-from relay.reporting.hud import build_hud_body, post_results
+from relay.reporting.body import build_hud_body
+from relay.reporting.sender import post_results
 from relay.settings import Settings
 from relay.store import list_hud_results
 from tests.fakes.runs import make_run

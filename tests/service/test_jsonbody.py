@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from relay.service.jsonbody import parse_json_body
 from relay.envs.environments import EnvironmentError_, validate
 from relay.reporting.models import Workflow
+from relay.service.jsonbody import parse_json_body
 
 
 @pytest.mark.parametrize(("raw", "why"), [

@@ -5,9 +5,8 @@ from __future__ import annotations
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
-
 from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
 
 from relay.store import create_schema, make_engine
 from relay.store.db import alembic_config, table_modules

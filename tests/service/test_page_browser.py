@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from relay.domain.culprit import BisectStep, Culprit
+from relay.domain.verdicts import Verdict
 from relay.store import save_run
 from relay.store.culprits import save_culprit
 from relay.store.regression import save_regression
-from relay.domain.verdicts import Verdict
 from tests.fakes.runs import make_run
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,7 +8,6 @@ import threading
 import time
 from pathlib import Path
 
-from relay.worker.processing import process_delivery
 from relay.settings import Settings
 from relay.store import (
     claim_delivery,
@@ -17,6 +16,7 @@ from relay.store import (
     save_run,
 )
 from relay.store.tables import RunRecord
+from relay.worker.processing import process_delivery
 from tests.fakes.runs import make_run
 
 
@@ -33,7 +33,7 @@ def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failin
         conn.rollback()
         conn.close()
 
-    def processor(delivery, settings):
+    def processor(delivery, settings, sink):
         threading.Thread(target=hold_lock, daemon=True).start()
         held.wait(10)
         threading.Timer(7.0, release.set).start()  # past SQLite's 5 s busy_timeout
@@ -55,7 +55,7 @@ def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(o
         assert reset_stale_processing(s) == 1  # restart recovery
     calls: list[str] = []
 
-    def processor(delivery, settings):
+    def processor(delivery, settings, sink):
         calls.append(delivery.id)
         return make_run("run-again", delivery_id=delivery.id, trigger="webhook")
 

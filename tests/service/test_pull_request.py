@@ -4,14 +4,16 @@ listed by the dashboard and reported to the in-process HUD ingest."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 
-import relay.pipeline.run
+import relay.worker.delivery
 from relay.settings import Settings
 from relay.store import get_delivery, list_hud_results
+from relay.worker.processing import DeliverySink
 from selection.models import ChangeSet
 from tests.fakes.github import pr_files, pull_request_payload, push_payload
 from tests.fakes.runs import run_from_changeset
@@ -22,13 +24,13 @@ from tests.service.conftest import SECRET
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
 
-    def fake_run_change(changeset: ChangeSet, *, settings: Settings, trigger: str,
-                        delivery_id: str | None = None, **kwargs: Any):
-        seen.append({"changeset": changeset, "trigger": trigger, "delivery_id": delivery_id,
-                     **kwargs})
-        return run_from_changeset(changeset, trigger=trigger, delivery_id=delivery_id)
+    def fake_run_change(request, config, ports):
+        seen.append({"changeset": request.changeset, "trigger": request.trigger,
+                     "delivery_id": request.delivery_id, "sink": ports.sink, "ref": request.ref})
+        return SimpleNamespace(run=run_from_changeset(request.changeset, trigger=request.trigger,
+                                                      delivery_id=request.delivery_id))
 
-    monkeypatch.setattr(relay.pipeline.run, "run_change", fake_run_change, raising=False)
+    monkeypatch.setattr(relay.worker.delivery, "run_change", fake_run_change)
     return seen
 
 
@@ -52,7 +54,7 @@ def test_pull_request_fetches_all_pages_and_runs(tmp_path, start_relay, fake_git
     assert len(calls) == 1
     cs: ChangeSet = calls[0]["changeset"]
     assert calls[0]["trigger"] == "webhook" and calls[0]["delivery_id"] == "pr-1"
-    assert calls[0]["report"] is False  # process_delivery reports, with the GitHub event name
+    assert isinstance(calls[0]["sink"], DeliverySink)  # the delivery reports, with the event name
     assert (cs.upstream, cs.base, cs.head, cs.title) == ("pytorch/pytorch", "b" * 40, "a" * 40, "Fix softmax")
     assert cs.labels == ["ciflow/crcr/spyre"]
     assert [f.filename for f in cs.files] == [f"torch/_refs/f{i}.py" for i in range(250)]

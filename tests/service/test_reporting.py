@@ -51,7 +51,7 @@ def test_hud_outage_then_recovery_still_delivers(crcr, live_server) -> None:
 def test_local_run_reported_in_process(crcr, start_relay, settings) -> None:
     from tests.fakes.runs import make_run
 
-    def processor(delivery, s):
+    def processor(delivery, s, sink):
         return make_run("loc-1", delivery_id=delivery.id, trigger="webhook")
 
     relay = start_relay(settings, processor=processor)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from relay.service import create_app
 from relay.errors import ConfigError, SignatureMalformed, SignatureMismatch, SignatureMissing
 from relay.github.signing import sign, verify
+from relay.service import create_app
 from relay.settings import get_settings
 
 
@@ -59,7 +59,12 @@ def test_error_tree_is_pinned() -> None:
         "SignatureMalformed", "SignatureMismatch", "StoreError", "RunNotFound", "GitHubError",
         "GitHubAPIError", "HudError", "HudBodyTooLarge", "HudPostError", "AllowlistError",
         "CallbackError", "CallbackAuthError", "CallbackForbidden", "CallbackRateLimited",
-        "CallbackUnknown", "CallbackTransitionError"])
+        "CallbackUnknown", "CallbackTransitionError",
+        # the exceptions of the other rooms, in the one tree since issue 12
+        "CommitEnvError", "InputError", "ChangeSourceError", "GitRangeError", "SymbolError",
+        "SpecsInvalid", "EnvironmentError_", "ExecutionError", "ExecutionFailed", "MissingResults",
+        "SpecRefError", "BisectionError", "BodyRefused", "DatabaseFileGone", "HookNotFound",
+        "TrimError"])
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.RelayError)
     assert issubclass(errors.SignatureMissing, errors.SignatureHeaderError)

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from relay.errors import RunNotFound
+from relay.settings import Settings
 from relay.store import (
     claim_delivery,
     create_schema,
@@ -30,12 +31,10 @@ from relay.store import (
     save_run,
     store_hud_result,
 )
-from relay.settings import Settings
 from tests.fakes.github import pull_request_payload
 from tests.fakes.runs import make_run
-from tests.service.conftest import SECRET
-
 from tests.pg import PG_URL  # noqa: E402
+from tests.service.conftest import SECRET
 
 
 def _postgres_engine() -> Iterator[tuple[Engine, str]]:

@@ -3,13 +3,12 @@ instead of being lost; a permanent failure is not; retries stop after MAX_ATTEMP
 
 from __future__ import annotations
 
-
 import pytest
 
-from relay.worker.processing import MAX_ATTEMPTS, process_delivery, retry_delay_s, transient
 from relay.errors import GitHubAPIError
 from relay.settings import Settings
 from relay.store import get_delivery
+from relay.worker.processing import MAX_ATTEMPTS, process_delivery, retry_delay_s, transient
 from tests.fakes.github import pull_request_payload
 from tests.fakes.runs import make_run
 
@@ -24,7 +23,7 @@ def test_transient_failures_are_retried_then_succeed(factory) -> None:
                 GitHubAPIError(502, "/repos/p/p/pulls/7/files", "bad gateway"), None]
     scheduled: list[tuple[str, float]] = []
 
-    def processor(delivery, settings):
+    def processor(delivery, settings, sink):
         outcome = outcomes.pop(0)
         if outcome is not None:
             raise outcome
@@ -49,7 +48,7 @@ def test_transient_failures_are_retried_then_succeed(factory) -> None:
 def test_permanent_failures_and_the_last_attempt_fail(factory) -> None:
     scheduled: list[tuple[str, float]] = []
 
-    def broken(delivery, settings):
+    def broken(delivery, settings, sink):
         raise GitHubAPIError(0, "/x", "ConnectError")
 
     for _ in range(MAX_ATTEMPTS):
@@ -92,7 +91,7 @@ def test_a_serving_relay_retries_a_transient_failure_by_itself(relay, recorder, 
 
 
 def test_the_last_attempt_says_how_many_were_made(factory) -> None:
-    def broken(delivery, settings):
+    def broken(delivery, settings, sink):
         raise GitHubAPIError(0, "/x", "ConnectError")
 
     for _ in range(MAX_ATTEMPTS):

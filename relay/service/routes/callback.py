@@ -9,17 +9,16 @@ or skipped state) → 200 ``{"status": "ok", "state": ..., "job_id": ..., "queue
 
 from __future__ import annotations
 
-
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from relay.service.body import read_capped
-from relay.service.jsonbody import parse_json_body
 from relay.crcr.callbacks import CallbackBody, handle_callback
 from relay.crcr.tokens import authenticate
 from relay.errors import CallbackError, CallbackRateLimited
+from relay.service.body import read_capped
+from relay.service.jsonbody import parse_json_body
 
 __all__ = ["router", "CALLBACK_BODY_CAP"]
 

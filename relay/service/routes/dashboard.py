@@ -28,12 +28,12 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
+from relay.errors import RunNotFound
 from relay.service.deps import SessionDep
 from relay.service.readiness import readiness
-from relay.errors import RunNotFound
 from relay.store import list_runs, load_run
-from relay.store.deliveries import recent_deliveries
 from relay.store.culprits import runs_blaming
+from relay.store.deliveries import recent_deliveries
 from relay.store.history import flaky_tests, jobs_for_commit, runs_for_commit, test_history
 from relay.store.runs import load_runs
 

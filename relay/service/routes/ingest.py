@@ -17,10 +17,10 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from relay.reporting.ingest import ingest_body, validation_errors
+from relay.reporting.models import HUD_BODY_CAP, HudBody
 from relay.service.body import read_capped
 from relay.service.jsonbody import parse_json_body
-from relay.reporting.models import HUD_BODY_CAP, HudBody
-from relay.store import store_hud_result
 
 __all__ = ["router"]
 
@@ -53,19 +53,11 @@ async def ingest_results(request: Request) -> JSONResponse:
         body = HudBody.model_validate(data)
     except ValidationError as exc:
         metrics.labels("rejected").inc()
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        return JSONResponse({"detail": errors}, status_code=422)
-
-    wf = body.untrusted.callback_payload.workflow
+        return JSONResponse({"detail": validation_errors(exc)}, status_code=422)
 
     def _store() -> bool:
         with request.app.state.session_factory() as session:
-            return store_hud_result(
-                session,
-                delivery_id=body.untrusted.callback_payload.delivery_id,
-                repo=body.trusted.verified_repo, run_id=str(wf.run_id),
-                attempt=wf.run_attempt, job_name=wf.job_name or "", status=wf.status,
-                conclusion=wf.conclusion, body=body.model_dump(mode="json"))
+            return ingest_body(session, body)
 
     new = await run_in_threadpool(_store)
     metrics.labels("stored" if new else "duplicate").inc()

@@ -13,12 +13,11 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy import select
 
-from relay.service.routes.dashboard import backend_readiness, job_json
 from relay.service.deps import SessionDep
+from relay.service.routes.dashboard import SHA, backend_readiness, job_json
 from relay.store import list_runs
-from relay.store.history import flaky_tests, notable_verdicts
-from relay.service.routes.dashboard import SHA
 from relay.store.deliveries import recent_deliveries
+from relay.store.history import flaky_tests, notable_verdicts
 from relay.store.tables import DispatchRecord, JobRecord
 
 __all__ = ["router"]

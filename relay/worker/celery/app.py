@@ -2,8 +2,9 @@
 inspect ping`` (the compose worker healthcheck) or ``... worker``.  Settings come from the
 environment (``RELAY_BROKER_URL`` required)."""
 
-from relay.worker.celery.config import DistributedSettings, make_celery
+from relay.settings import Settings
+from relay.worker.celery.config import make_celery
 from relay.worker.celery.tasks import register
 
-app = make_celery(DistributedSettings())
+app = make_celery(Settings())
 register(app)

@@ -1,40 +1,40 @@
-"""``CeleryExecutor``: run a list of item ids as a chord of shard tasks over the workers.
+"""``CeleryExecutors``: ``relay replay``'s executors when a broker is configured — each call
+runs its ids as a chord of shard tasks over the workers and waits for it.
 
-An executor is what ``relay.pipeline.run.make_executor`` returns: ``execute(ids) -> [TestResult]``
-in ``ids`` order, called once for the run and once per refinement (reruns).  Each call gets a
-fresh ``run_key`` (``<run dir name>-<call>-<random>``); the ids are split with the runner's
-deterministic ``shard_split`` into ceil(n / ``RELAY_SHARD_SIZE``) shards, sent as
-``chord([relay.run_shard ...], relay.aggregate)``, and the caller blocks on the chord result
-(up to ``RELAY_RESULT_WAIT_S`` seconds).  ``progress.result`` is called per result after the
-chord returns.  Results travel through the database and the result backend; nothing is shared
-on disk — the spec files go in the messages (``specs.spec_refs``).
+The caller is the CLI process, never a task, so waiting on the chord's result is allowed.  Each
+call gets a fresh run key (``<work dir name>-<call>-<random>``); results come back through the
+database and the result backend (``relay.aggregate``), in the ids' order; ``on_result`` is
+called per result once the chord returns.  Nothing is shared on disk: the spec files go in the
+messages (``relay.worker.celery.specs``).
 
-Raises ``ExecutionFailed`` when the chord fails or times out.
+Raises ``ExecutionFailed`` when a chord fails or does not finish within ``RELAY_RESULT_WAIT_S``.
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from celery import chord
+from celery import Celery, chord
 
-from relay.worker.celery.config import as_distributed, make_celery
-from relay.worker.celery.specs import spec_refs
-from relay.worker.celery.tasks import AGGREGATE, RUN_SHARD
+from relay.envs.environments import Environment
+from relay.errors import ExecutionFailed
+from relay.pipeline.ports import Executor
 from relay.settings import Settings
+from relay.worker.celery.config import make_celery
+from relay.worker.celery.names import AGGREGATE
+from relay.worker.celery.shards import shard_signatures
+from relay.worker.celery.specs import spec_refs
 from test_specs.results import TestResult
 
-__all__ = ["CeleryExecutor", "ExecutionFailed", "plan_shards"]
+__all__ = ["CeleryExecutors", "CeleryExecutor"]
+
+_APPS: dict[tuple, Celery] = {}
 
 
-_APPS: dict[tuple, Any] = {}
-
-
-def _app_for(settings: Any) -> Any:
+def _app_for(settings: Settings) -> Celery:
     """One Celery app (and broker connection pool) per broker configuration and process."""
     key = (settings.broker_url, settings.result_backend, settings.celery_queue,
            settings.visibility_timeout_s, settings.restore_interval_s)
@@ -43,36 +43,17 @@ def _app_for(settings: Any) -> Any:
     return _APPS[key]
 
 
-class ExecutionFailed(RuntimeError):
-    """The distributed execution of a run's items did not complete."""
-
-
-def plan_shards(ids: Sequence[str], shard_size: int) -> list[list[str]]:
-    """``shard_split(ids, ceil(n / shard_size))``; raises ``ValueError`` for duplicates or a
-    size below 1."""
-    from test_specs.runner import shard_split
-
-    if shard_size < 1:
-        raise ValueError("shard_size must be >= 1")
-    if len(set(ids)) != len(ids):
-        raise ValueError("duplicate item ids")
-    return shard_split(list(ids), max(1, math.ceil(len(ids) / shard_size)))
-
-
 class CeleryExecutor:
-    """Callable ``execute(ids)``; see the module docstring.
-
-    ``on_result``: called once per returned result (the pipeline's progress).  ``env`` and
-    ``python`` are passed to ``run_items`` on the worker (an environment's interpreter path
-    must exist on the worker machines).
-    """
+    """Callable ``execute(ids)`` running ``ids`` as one chord per call (see the module
+    docstring).  ``env`` and ``python`` go to ``run_items`` on the worker (an environment's
+    interpreter path must exist on the worker machines)."""
 
     def __init__(self, settings: Settings, spec_paths: Sequence[Path], *, device: str = "spyre",
                  timeout_s: float = 120, reruns: int = 2, label: str = "run",
                  on_result: Callable[[TestResult], None] | None = None,
                  env: dict[str, str] | None = None, python: str | None = None) -> None:
-        self.settings = as_distributed(settings)
-        self.app = _app_for(self.settings)
+        self.settings = settings
+        self.app = _app_for(settings)
         self.specs = spec_refs(spec_paths)
         self.device, self.timeout_s, self.reruns = device, timeout_s, reruns
         self.label, self.on_result, self.env, self.python = label, on_result, env, python
@@ -81,13 +62,10 @@ class CeleryExecutor:
 
     def signature(self, run_key: str, ids: Sequence[str]) -> Any:
         """The chord for ``ids`` under ``run_key`` (not sent)."""
-        header = [self.app.signature(RUN_SHARD, args=(run_key, k, part, self.specs),
-                                     kwargs={"device": self.device, "timeout_s": self.timeout_s,
-                                             "reruns": self.reruns, "env": self.env,
-                                             "python": self.python})
-                  for k, part in enumerate(plan_shards(ids, self.settings.shard_size))]
-        return chord(header, self.app.signature(AGGREGATE, args=(run_key, list(ids))),
-                     app=self.app)
+        header = shard_signatures(self.app, self.settings, run_key, ids, self.specs,
+                                  device=self.device, timeout_s=self.timeout_s,
+                                  reruns=self.reruns, env=self.env, python=self.python)
+        return chord(header, self.app.signature(AGGREGATE, args=(run_key, list(ids))), app=self.app)
 
     def __call__(self, ids: Sequence[str]) -> list[TestResult]:
         self.calls += 1
@@ -97,8 +75,7 @@ class CeleryExecutor:
         self.run_keys.append(run_key)
         result = self.signature(run_key, ids).apply_async()
         try:
-            rows = result.get(timeout=self.settings.result_wait_s, disable_sync_subtasks=False,
-                              propagate=True)
+            rows = result.get(timeout=self.settings.result_wait_s, propagate=True)
         except Exception as exc:  # noqa: BLE001 - any broker/backend/task error
             raise ExecutionFailed(f"distributed execution {run_key} of {len(ids)} tests failed: "
                                   f"{type(exc).__name__}: {exc}") from exc
@@ -107,3 +84,20 @@ class CeleryExecutor:
             for r in results:
                 self.on_result(r)
         return results
+
+
+class CeleryExecutors:
+    """The ``ExecutorFactory`` (``relay.pipeline.ports``) of a replay on Celery workers."""
+
+    def __init__(self, settings: Settings, spec_paths: Sequence[Path], *, device: str = "spyre",
+                 timeout_s: float = 120) -> None:
+        self.settings = settings
+        self.spec_paths = list(spec_paths)
+        self.device, self.timeout_s = device, timeout_s
+
+    def __call__(self, workdir: Path, *, environment: Environment | None = None,
+                 on_result: Callable[[TestResult], None] | None = None) -> Executor:
+        return CeleryExecutor(self.settings, self.spec_paths, device=self.device,
+                              timeout_s=self.timeout_s, label=workdir.name, on_result=on_result,
+                              env=None if environment is None else environment.env,
+                              python=None if environment is None else str(environment.python))

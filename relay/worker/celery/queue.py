@@ -2,16 +2,16 @@
 
 ``submit_delivery`` publishes ``relay.process_delivery(delivery_id)`` to the broker (a few ms;
 it never waits for the work) and returns; workers started by ``relay worker`` do the rest.
-``close`` releases the broker connection pool; the backlog stays on the broker.
+``close`` stops accepting deliveries; the backlog stays on the broker.
 """
 
 from __future__ import annotations
 
 import logging
 
-from relay.worker.celery.config import make_celery
-from relay.worker.celery.tasks import PROCESS_DELIVERY
 from relay.settings import Settings
+from relay.worker.celery.config import make_celery
+from relay.worker.celery.names import PROCESS_DELIVERY
 
 __all__ = ["CeleryQueue"]
 
@@ -33,10 +33,8 @@ class CeleryQueue:
         self.app.send_task(PROCESS_DELIVERY, args=(delivery_id,))
 
     def close(self, timeout: float | None = None) -> None:
-        if self._closed:
-            return
+        """Stop accepting deliveries (the backlog stays on the broker).  The broker connections
+        are left to the process: kombu keeps them in process-wide pools keyed by URL, so
+        force-closing them here would break every other Celery app of this process on the same
+        broker ("Acquire on closed pool")."""
         self._closed = True
-        try:
-            self.app.pool.force_close_all()
-        except Exception:  # noqa: BLE001 - closing must not fail the shutdown
-            log.debug("closing the broker pool failed", exc_info=True)

@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["spec_refs", "materialize", "SpecRefError"]
+from relay.errors import SpecRefError
 
-
-class SpecRefError(ValueError):
-    """A spec reference cannot be resolved (unknown packaged name, missing file, bad shape)."""
+__all__ = ["spec_refs", "materialize"]
 
 
 def _packaged_dir() -> Path:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 
-from relay.worker.celery.config import DistributedSettings, make_celery
+from relay.settings import Settings
+from relay.worker.celery.config import make_celery
 from relay.worker.celery.tasks import register
 
 __all__ = ["start_worker", "worker_argv"]
 
 
-def worker_argv(settings: DistributedSettings, *, concurrency: int | None, loglevel: str,
+def worker_argv(settings: Settings, *, concurrency: int | None, loglevel: str,
                 hostname: str | None, pool: str) -> list[str]:
     """The ``celery worker`` arguments; raises ``ValueError`` for a concurrency below 1."""
     if concurrency is not None and concurrency < 1:
@@ -29,12 +30,11 @@ def worker_argv(settings: DistributedSettings, *, concurrency: int | None, logle
     return argv
 
 
-def start_worker(settings: DistributedSettings, *, concurrency: int | None = None,
+def start_worker(settings: Settings, *, concurrency: int | None = None,
                  loglevel: str = "INFO", hostname: str | None = None,
                  pool: str = "prefork") -> None:
     """Run a worker until it is stopped (SIGTERM: warm shutdown).  ``concurrency``: pool
-    processes (default: CPU count, at least 2 — a delivery task holds one process while its
-    shards run).  Raises ``ConfigError`` without a broker URL."""
+    processes (default: CPU count, at least 2).  Raises ``ConfigError`` without a broker URL."""
     app = make_celery(settings)
     register(app)
     app.worker_main(worker_argv(settings, concurrency=concurrency, loglevel=loglevel,

@@ -1,0 +1,139 @@
+"""``relay replay``: the main job — one upstream change through the whole pipeline, locally.
+
+The command is a composition root: it reads the change (a ChangeSet file, a version pair
+``torch==X..torch==Y``, or with ``--upstream`` a commit range of a checkout), then wires the
+pipeline's ports — executors from ``relay.execution.registry`` (local pytest, or Celery shards
+with ``RELAY_BROKER_URL``), the store on ``RELAY_DATABASE_URL``, a sink that stores the run and
+posts it to the dashboard — and prints the summary.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from relay.cli.common import app, err, fail, read_change_or_fail, settings_or_fail, spec_files_or_fail
+
+
+def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_env: str | None):
+    """``A..B`` (or one commit) in the checkout ``upstream``: the change set, its commits, and
+    — with ``RELAY_COMMIT_ENV`` — the commit → environment resolver and both sides' environments
+    (explicit ``--head-env`` / ``--base-env`` win)."""
+    from relay.changes.gitrange import git_range
+    from relay.envs.commits import resolver_for
+    from relay.errors import CommitEnvError, GitRangeError
+
+    try:
+        found = git_range(upstream, ref, upstream=settings.upstream_repo)
+        resolver = resolver_for(settings.commit_env)
+        if resolver is not None and head_env is None:
+            head_env = resolver.resolve(found.changeset.head)
+            base_env = base_env or resolver.resolve(found.changeset.base)
+    except (GitRangeError, CommitEnvError) as exc:
+        fail(str(exc))
+    commit_env = resolver.resolve if resolver is not None else None
+    return found.changeset, found.commits, commit_env, head_env, base_env
+
+
+def _change(ref: str, upstream: Path | None, settings, head_env: str | None, base_env: str | None):
+    """What ``REF`` names: ``(changeset, commits, commit_env, head_env, base_env)``."""
+    from relay.envs.versions import changeset_from_versions, version_pair
+    from relay.errors import InputError
+
+    pair = version_pair(ref) if not Path(ref).exists() else None
+    if pair is not None:
+        err.print(f"building the change set {pair[0]} → {pair[1]} from the release wheels …")
+        try:
+            changeset = changeset_from_versions(*pair, settings.state_dir / "wheels")
+        except InputError as exc:
+            fail(str(exc))
+        return changeset, None, None, head_env or pair[1], base_env or pair[0]
+    if upstream is not None and not Path(ref).exists():
+        return _git_change(ref, upstream, settings, head_env, base_env)
+    return read_change_or_fail(ref), None, None, head_env, base_env
+
+
+def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: int, shards: int,
+         upstream: Path | None, commit_env):
+    """Wire the ports and run ``request``; returns the ``RunOutcome``."""
+    from relay.cli.render import BarProgress
+    from relay.errors import ConfigError, EnvironmentError_, SpecsInvalid
+    from relay.execution.registry import executors_for
+    from relay.pipeline.ports import Ports
+    from relay.pipeline.request import RunConfig
+    from relay.pipeline.run import run_change
+    from relay.pipeline.specs import default_specs
+    from relay.reporting.sink import StoreAndReport
+    from relay.store.db import create_schema, make_engine, make_session_factory
+    from relay.store.run_store import SqlRunStore
+
+    specs = tuple(spec or default_specs())
+    config = RunConfig(spec_paths=specs, state_dir=settings.state_dir, backend=settings.backend,
+                       device=device, timeout_s=timeout, shards=shards, upstream=upstream)
+    engine = make_engine(settings.database_url)
+    progress = BarProgress(err)
+    try:
+        create_schema(engine)
+        sf = make_session_factory(engine)
+        store = SqlRunStore(sf)
+        ports = Ports(executors=executors_for(settings, specs, device=device, timeout_s=timeout,
+                                              shards=shards, upstream=upstream),
+                      store=store, sink=StoreAndReport(store, settings, sf), progress=progress,
+                      commit_env=commit_env)
+        return run_change(request, config, ports)
+    except (EnvironmentError_, SpecsInvalid, ConfigError) as exc:
+        progress.close()
+        fail(str(exc))
+    finally:
+        progress.close()
+        engine.dispose()
+
+
+@app.command()
+def replay(
+    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/), a version pair torch==X..torch==Y (runs head and base in those versions), or with --upstream a commit or range A..B of that checkout (bisected for a culprit when RELAY_COMMIT_ENV is set).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
+    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files or directories of them (default: the bundled specs).")] = None,
+    backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
+    device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
+    timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
+    head_env: Annotated[Optional[str], typer.Option("--head-env", help="Environment of the head run: current, torch==X, a wheel path or URL, +faults=<SPYRE_SIM_FAULTS>.")] = None,
+    base_env: Annotated[Optional[str], typer.Option("--base-env", help="Environment of the baseline (default: current when --head-env is given).")] = None,
+    upstream: Annotated[Optional[Path], typer.Option("--upstream", exists=True, file_okay=False, help="A PyTorch checkout: run the specs' upstream test files (path: entries) from it.")] = None,
+    shards: Annotated[int, typer.Option("--shards", min=1, help="Concurrent pytest processes.")] = 1,
+    budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
+) -> None:
+    """Run the whole pipeline locally for one upstream change: select, run, store, report.
+
+    Exit status: 0 when the run's conclusion is success or neutral, 1 when it is failure,
+    2 for bad input.
+    """
+    from relay.cli.render import print_culprit, print_outcome
+    from relay.envs.environments import validate
+    from relay.errors import EnvironmentError_
+    from relay.pipeline.request import RunRequest
+
+    settings = settings_or_fail().model_copy(update={"backend": backend})
+    for env_text in (head_env, base_env):
+        if env_text is not None:
+            try:
+                validate(env_text)
+            except EnvironmentError_ as exc:
+                fail(str(exc))
+    spec = spec_files_or_fail(spec)
+    changeset, commits, commit_env, head_env, base_env = _change(ref, upstream, settings,
+                                                                 head_env, base_env)
+    request = RunRequest(changeset=changeset, head_env=head_env, base_env=base_env,
+                         commits=commits, budget_minutes=budget_minutes)
+    outcome = _run(request, settings, spec=spec, device=device, timeout=timeout, shards=shards,
+                   upstream=upstream, commit_env=commit_env)
+    skipped = sum(1 for t in outcome.selection.selected if t.mode == "skip")
+    print_outcome(err, outcome, skipped_by_selection=skipped)
+    print_culprit(err, outcome.run, len(commits or []))
+    if json_out:
+        sys.stdout.write(outcome.run.model_dump_json(indent=1, by_alias=True) + "\n")
+    if outcome.run.conclusion == "failure":
+        raise typer.Exit(1)

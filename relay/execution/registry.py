@@ -1,0 +1,61 @@
+"""The one place that chooses between in-process work and Celery workers.
+
+``RELAY_BROKER_URL`` unset: deliveries run on the web process's ``InProcessQueue`` and tests in
+local pytest subprocesses (``relay.pipeline.local.LocalExecutors``).  Set: deliveries go to
+the broker (``relay.worker.celery.queue.CeleryQueue``) and ``relay replay`` sends its tests as
+chords of shards (``relay.worker.celery.executor.CeleryExecutors``).  Celery is imported only
+then, so a plain install without the ``distributed`` extra works in-process.
+
+Callers: the composition roots (``relay.cli``, ``relay.service.factory``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from relay.errors import ConfigError
+from relay.pipeline.local import LocalExecutors
+from relay.pipeline.ports import ExecutorFactory
+from relay.settings import Settings
+from relay.worker.queue import InProcessQueue, TaskQueue
+
+__all__ = ["executors_for", "task_queue_for", "distributed"]
+
+
+def distributed(settings: Settings) -> bool:
+    """Whether work goes to Celery workers (``RELAY_BROKER_URL`` is set)."""
+    return bool(settings.broker_url)
+
+
+def _celery_missing(exc: ImportError) -> ConfigError:
+    return ConfigError(f"RELAY_BROKER_URL is set but Celery is not installed ({exc}); "
+                       "pip install 'spyre-relay[distributed]'")
+
+
+def executors_for(settings: Settings, spec_paths: Sequence[Path], *, device: str = "spyre",
+                  timeout_s: float = 120, shards: int = 1,
+                  upstream: Path | None = None) -> ExecutorFactory:
+    """How a replay's tests execute: Celery shards with a broker, else local pytest processes.
+    Raises ``ConfigError`` when a broker is set but Celery is not installed."""
+    if distributed(settings):
+        try:
+            from relay.worker.celery.executor import CeleryExecutors  # lazy: needs celery
+        except ImportError as exc:
+            raise _celery_missing(exc) from None
+        return CeleryExecutors(settings, spec_paths, device=device, timeout_s=timeout_s)
+    return LocalExecutors(tuple(spec_paths), device=device, timeout_s=timeout_s, shards=shards,
+                          upstream=upstream)
+
+
+def task_queue_for(settings: Settings, handler: Callable[[str], None]) -> TaskQueue:
+    """Where accepted deliveries go: the broker (Celery workers run ``handler``'s equivalent),
+    else an ``InProcessQueue`` calling ``handler(delivery_id)``.  Raises ``ConfigError`` for a
+    broker without Celery installed."""
+    if distributed(settings):
+        try:
+            from relay.worker.celery.queue import CeleryQueue  # lazy: needs celery
+        except ImportError as exc:
+            raise _celery_missing(exc) from None
+        return CeleryQueue(settings)
+    return InProcessQueue(handler)

@@ -1,0 +1,95 @@
+"""What the pipeline needs from the world, as interfaces; the callers plug in implementations.
+
+The pipeline (``relay.pipeline.run``) never opens a database, starts a process pool or posts to a
+dashboard by itself: the composition roots (``relay.cli``, ``relay.service.factory``, the
+Celery tasks in ``relay.worker.celery``) hand it a ``Ports`` with
+
+* ``executors`` — an ``ExecutorFactory``: runs spec items (``relay.pipeline.local`` in a pytest
+  subprocess; ``relay.worker.celery.executor`` as Celery shards);
+* ``store`` — a ``RunStore``: history it reads (stored baselines, durations, recent outcomes,
+  quarantine) and the side runs it writes (a computed baseline, bisection rounds);
+* ``sink`` — a ``ResultSink``: takes the finished run, exactly once (the replay stores and posts
+  it; the webhook path stores it with its HUD outbox row and the delivery's final state in one
+  transaction);
+* ``progress`` — a ``Progress`` the CLI draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from relay.domain.run import Run
+from relay.envs.environments import Environment
+from test_specs.results import TestResult
+
+__all__ = ["Executor", "ExecutorFactory", "RunStore", "ResultSink", "Progress", "Ports"]
+
+#: Runs the given item ids and returns one result per id (in the ids' order).  Called once for a
+#: run's tests, once for stage 4's reruns, once per bisection round; an empty list is allowed.
+Executor = Callable[[Sequence[str]], list[TestResult]]
+
+
+class ExecutorFactory(Protocol):
+    """Makes the executor of one execution: its work directory (JUnit XML, logs), the
+    environment it runs in (``None``: this interpreter) and a callback per finished test."""
+
+    def __call__(self, workdir: Path, *, environment: Environment | None = None,
+                 on_result: Callable[[TestResult], None] | None = None) -> Executor: ...
+
+
+class RunStore(Protocol):
+    """The stored history a run reads, and where its side runs go (``relay.store.run_store``)."""
+
+    def durations(self) -> dict[str, float]:
+        """Median measured seconds per test id (the budget cut); ``{}`` when none."""
+
+    def baseline_runs(self, *, ref: str, env_name: str, backend: str) -> list[Run]:
+        """Stored runs (newest first, with results) whose head is ``ref``, executed on
+        ``backend`` in the environment called ``env_name``: base results to reuse."""
+
+    def history(self, test_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Earlier outcomes of each test, oldest first (the FLAKY-by-flips evidence)."""
+
+    def quarantined(self) -> dict[str, str]:
+        """``{test id: its DISABLED issue}`` for quarantined tests."""
+
+    def save(self, run: Run) -> None:
+        """Store a side run (a computed baseline, a bisection round) in one transaction."""
+
+
+class ResultSink(Protocol):
+    """Where the finished run goes: called exactly once per run, after everything else."""
+
+    def accept(self, run: Run) -> str | None:
+        """Store (and report) ``run``; returns a reporting problem that did not lose the run
+        (e.g. the dashboard is down), ``None`` when all went well.  Raises when the run could
+        not be stored."""
+
+
+class Progress:
+    """Callbacks the pipeline makes while it works; the CLI draws a progress bar from them.
+
+    ``phase`` is called when a phase starts; ``total`` once with the number of tests to run;
+    ``result`` once per finished test (reruns included).  The base class ignores them all.
+    """
+
+    def phase(self, name: str) -> None: ...
+
+    def total(self, n: int) -> None: ...
+
+    def result(self, result: TestResult) -> None: ...
+
+
+@dataclass
+class Ports:
+    """Everything the pipeline talks to (see the module docstring)."""
+
+    executors: ExecutorFactory
+    store: RunStore
+    sink: ResultSink
+    progress: Progress = field(default_factory=Progress)
+    #: commit sha → environment name (``RELAY_COMMIT_ENV``), for culprit bisection
+    commit_env: Callable[[str], str] | None = None
