@@ -121,3 +121,13 @@ def test_relay_worker_without_broker_is_a_clear_error(monkeypatch) -> None:
     result = CliRunner().invoke(cli_app, ["worker"])
     assert result.exit_code == 2
     assert "RELAY_BROKER_URL" in result.output
+
+
+def test_the_image_installs_the_distributed_extra_and_a_cpu_torch() -> None:
+    """Workers need Celery and psycopg (the ``distributed`` extra); torch must come from the CPU
+    index at the pinned version, or pip pulls a multi-GB CUDA build."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert "'.[distributed]'" in text
+    assert re.search(r"--index-url https://download.pytorch.org/whl/cpu torch==2\.13\.0", text)
+    pinned = re.search(r'"torch==([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pinned and f"torch=={pinned.group(1)}" in text
