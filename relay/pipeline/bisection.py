@@ -26,6 +26,7 @@ from relay.domain.culprit import Culprit, bisect
 from relay.domain.run import Run
 from relay.envs.environments import Environment, describe, prepare
 from relay.errors import BisectionError, CommitEnvError, EnvironmentError_
+from relay.logs import delivery_log
 from relay.pipeline.ports import ExecutorFactory, RunStore
 
 __all__ = ["find_culprit", "new_tests"]
@@ -82,8 +83,9 @@ def find_culprit(run: Run, commits: Sequence[str], resolve: Callable[[str], str]
         store.save(round_run)
         rounds[commit] = (env.name, round_run.id)
         failed = {r.id for r in results if r.outcome == "failed"}
-        log.info("run %s: bisect round %d at %s (%s): %d of %d failed", run.id, n, commit,
-                 env.name, len(failed), len(ids))
+        delivery_log(log, run.delivery_id).info(
+            "run %s: bisect round %d at %s (%s): %d of %d failed", run.id, n, commit, env.name,
+            len(failed), len(ids))
         return failed
 
     found = bisect(list(commits), tests, run_at)

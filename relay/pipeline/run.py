@@ -25,6 +25,7 @@ from relay.domain.run import Run
 from relay.domain.verdicts import conclusion
 from relay.envs.environments import Environment, describe, prepare
 from relay.errors import BisectionError
+from relay.logs import delivery_log
 from relay.pipeline.baseline import baseline_run, reuse, verdicts_for
 from relay.pipeline.bisection import find_culprit
 from relay.pipeline.ports import Ports
@@ -142,7 +143,7 @@ def _culprit(run: Run, plan: RunPlan, config: RunConfig, ports: Ports, notes: li
                                workdir=config.workdir(plan.run_id) / "bisect",
                                phase=ports.progress.phase)
     except BisectionError as exc:
-        log.error("%s", exc)
+        delivery_log(log, plan.request.delivery_id).error("%s", exc)
         notes.append(f"no culprit: {exc}")
         return run
     return run if culprit is None else run.model_copy(update={"culprit": culprit})

@@ -27,6 +27,7 @@ from tenacity.wait import wait_base
 
 from relay.domain.run import Run
 from relay.errors import HudBodyTooLarge, HudPostError
+from relay.logs import delivery_log
 from relay.reporting.body import build_hud_body
 from relay.reporting.ingest import ingest_body, validation_errors
 from relay.reporting.models import HUD_BODY_CAP, HudBody
@@ -126,4 +127,5 @@ def post_results(run: Run, settings: Settings, *, session_factory: Callable[[], 
         close()
     if resp.status_code >= 400:
         raise HudPostError(resp.status_code, url, resp.text)
-    log.info("posted results of run %s to %s (%d bytes)", run.id, url, len(data))
+    delivery_log(log, run.delivery_id).info("posted results of run %s to %s (%d bytes)", run.id,
+                                            url, len(data))

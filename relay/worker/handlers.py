@@ -20,6 +20,7 @@ from relay.domain.delivery import Delivery
 from relay.envs.commits import CommitEnvResolver, resolver_for
 from relay.github.client import GitHubClient
 from relay.github.webhooks import PR_RUN_ACTIONS, PullRequestEvent, PushEvent, push_changeset
+from relay.logs import delivery_log
 from relay.pipeline.request import RunRequest
 from relay.settings import Settings
 from selection.models import ChangeSet
@@ -71,7 +72,7 @@ def on_pull_request(delivery: Delivery, settings: Settings) -> RunRequest | None
     """A run of the PR's new head; other actions (closed, labeled, ...) run nothing."""
     event = PullRequestEvent.model_validate(delivery.payload)
     if event.action not in PR_RUN_ACTIONS:
-        log.info("delivery %s: pull_request action %r runs nothing", delivery.id, event.action)
+        delivery_log(log, delivery.id).info("pull_request action %r runs nothing", event.action)
         return None
     pr = event.pull_request
     repo = event.repository.full_name
@@ -87,7 +88,7 @@ def on_push(delivery: Delivery, settings: Settings) -> RunRequest | None:
     """A run of ``before..after`` of a push; branch creations and deletions run nothing."""
     event = PushEvent.model_validate(delivery.payload)
     if event.deleted or event.after == ZERO_SHA or event.before == ZERO_SHA:
-        log.info("delivery %s: push creating/deleting %s runs nothing", delivery.id, event.ref)
+        delivery_log(log, delivery.id).info("push creating/deleting %s runs nothing", event.ref)
         return None
     resolver = resolver_for(settings.commit_env)
     commits = (push_commits(event, settings, forced=bool(delivery.payload.get("forced")))
