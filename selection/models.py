@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from test_specs.modes import Mode
+
 FileStatus = Literal["added", "removed", "modified", "renamed", "copied", "changed", "unchanged"]
-Mode = Literal["mandatory_success", "xfail", "xfail_strict", "skip"]
 
 
 class ChangedFile(BaseModel):

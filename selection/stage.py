@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from selection.models import ChangeSet, Mode, StageStats
+from selection.models import ChangeSet, StageStats
 from test_specs.items import SpecItem
+from test_specs.modes import Mode
 from test_specs.results import TestResult
 
 #: Runs the given item ids on the backend and returns one result per id (same order).

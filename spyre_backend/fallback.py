@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, faults, numerics, support, tensors
+from . import adapters, device_module, faults, numerics, support, tensors
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 
 __all__ = ["spyre_fallback", "DEVICE_TYPE"]
@@ -182,8 +182,6 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     if downcast is not None and ckwargs.get("dtype") is torch.float32:
         ckwargs["dtype"] = torch.float16
     if row.category == "random" and ckwargs.get("generator") is None:
-        from . import device_module
-
         ckwargs["generator"] = device_module.generator()
 
     if info.outs:

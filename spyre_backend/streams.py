@@ -28,14 +28,14 @@ from typing import Any, Iterator
 
 import torch
 
+from .cards import check_index
+
 __all__ = ["Stream", "Event", "stream", "set_stream", "current_stream", "default_stream"]
 
 _ids = itertools.count(1)
 
 
 def _device(device: Any) -> torch.device:
-    from .device_module import check_index
-
     return torch.device("spyre", check_index(device))
 
 

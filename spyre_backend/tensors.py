@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import device_module, memory
+from . import cards, memory
 
 __all__ = ["contiguous_strides", "storage_nbytes", "empty_device", "device_view", "rebind", "cpu_alias", "to_device"]
 
@@ -58,7 +58,7 @@ def empty_device(
         RuntimeError: ``device`` has an index other than 0 ("invalid device index").
     """
     if device.index != 0:  # None → spyre:0; 1 and up raise
-        device = torch.device(device.type, device_module.check_index(device))
+        device = torch.device(device.type, cards.check_index(device))
     size = [int(s) for s in size]
     stride = contiguous_strides(size) if stride is None else [int(s) for s in stride]
     storage = memory.allocate_storage(storage_nbytes(size, stride, dtype), device)

@@ -39,7 +39,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-from selection.models import Mode
+from test_specs.modes import Mode
 from test_specs.items import SpecItem, Tolerance, make_item_id
 from test_specs.loader import Spec, SpecError, load_spec
 from test_specs.opinfo_skips import upstream_mark

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from selection.models import Mode
+from test_specs.modes import Mode
 
 #: dtype names accepted anywhere a dtype is named (``torch.<name>`` attributes).
 DTYPE_NAMES: frozenset[str] = frozenset(
