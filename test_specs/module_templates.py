@@ -1,10 +1,11 @@
 """ModuleInfo templates: module forward and backward vs CPU, noncontiguous inputs.
 
-Registered with ``builtin=False``, like ``op_templates``: a spec runs them where it lists them.
+``MODULE_TEMPLATES`` lists them for the registry (``test_specs.templates``), all with
+``builtin=False``, like most of ``op_templates``: a spec runs them where it lists them.
 
 Each function has the template signature ``fn(module_info, dtype, device, tol) -> None`` with a
 ``ModuleInfo`` from ``torch.testing._internal.common_modules.module_db`` and mirrors one upstream
-test of ``test/test_modules.py`` (named in its ``register`` call):
+test of ``test/test_modules.py`` (named in its ``Template``):
 
 - ``TestModule::test_forward``: for each ``ModuleInput`` (up to the sample cap) the module is
   built on the CPU (seeded, cast to ``dtype``, eval mode), deep-copied to the device, and the
@@ -23,7 +24,7 @@ Modules run in eval mode (``training=False``): training-mode dropout draws rando
 which the device cannot (design §7); upstream parametrizes both modes.  When the CPU itself has
 no kernel for ``dtype`` (float16/bfloat16 on some CPU ops) the reference is computed in float32
 and cast to ``dtype``.  ModuleInputs without a forward input are ignored (as upstream).
-Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``templates``).
+Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``template_kit``).
 """
 
 from __future__ import annotations
@@ -35,8 +36,16 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
 from test_specs.items import Tolerance
-from test_specs.templates import (
-    FLOATING, Template, seed_cpu, TemplateSkip, capped, check_close, device_call, register,
+from test_specs.template_kit import (
+    FLOATING,
+    Template,
+    TemplateFailure,
+    TemplateSkip,
+    capped,
+    check_close,
+    device_call,
+    seed_cpu,
+    to_device_keeping_strides,
 )
 
 
@@ -126,8 +135,6 @@ def module_non_contiguous(mi: Any, dtype: torch.dtype, device: str, tol: Toleran
     """See the module docstring; mirrors ``TestModule::test_non_contiguous_tensors``."""
     from torch.testing._internal.common_utils import noncontiguous_like
 
-    from test_specs.op_templates import _to_device
-
     name, dname = mi.name, str(dtype).removeprefix("torch.")
     for i, module_input in enumerate(_inputs(mi, dtype, requires_grad=False)):
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
@@ -135,7 +142,7 @@ def module_non_contiguous(mi: Any, dtype: torch.dtype, device: str, tol: Toleran
         def run() -> tuple[Any, Any]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             contiguous = _run(m, _move(fwd, device), False)[0]
-            noncontig = _tmap(lambda t: _to_device(noncontiguous_like(t.detach()), device), fwd)
+            noncontig = _tmap(lambda t: to_device_keeping_strides(noncontiguous_like(t.detach()), device), fwd)
             return _run(m, noncontig, False)[0], contiguous
 
         actual, expected = device_call(run, name=name, dtype=dname, sample=i)
@@ -162,23 +169,26 @@ def module_device_transfer(mi: Any, dtype: torch.dtype, device: str, tol: Tolera
 
         again, first, wrong = device_call(run, name=name, dtype=dname, sample=i)
         if wrong:
-            from test_specs.templates import TemplateFailure
-
             raise TemplateFailure(op=name, dtype=dname, sample=i, message="; ".join(wrong[:3]))
         check_close(again, first, tol, name=name, dtype=dname, sample=i,
                     what="forward after CPU round trip differs from the first device forward")
 
 
 _TEST_MODULES = "test/test_modules.py::TestModule::"
-register(Template(builtin=False, name="TestModule::test_forward", upstream=_TEST_MODULES + "test_forward", fn=module_forward,
-                  kind="module", allowed_dtypes=FLOATING, description="module forward on the device equals CPU"))
-register(Template(builtin=False, name="TestModule::test_cpu_gpu_parity", upstream=_TEST_MODULES + "test_cpu_gpu_parity",
-                  fn=module_backward, kind="module", allowed_dtypes=FLOATING,
-                  description="module input and parameter gradients on the device equal CPU"))
-register(Template(builtin=False, name="TestModule::test_non_contiguous_tensors",
-                  upstream=_TEST_MODULES + "test_non_contiguous_tensors", fn=module_non_contiguous, kind="module",
-                  allowed_dtypes=FLOATING, description="noncontiguous forward inputs give the contiguous result"))
-register(Template(builtin=False, name="TestModule::test_multiple_device_transfer",
-                  upstream=_TEST_MODULES + "test_multiple_device_transfer", fn=module_device_transfer,
-                  kind="module", allowed_dtypes=FLOATING,
-                  description="parameters follow .to(); forward survives a CPU round trip"))
+
+#: The ModuleInfo templates, for the registry in ``test_specs.templates``.
+MODULE_TEMPLATES: list[Template] = [
+    Template(builtin=False, name="TestModule::test_forward", upstream=_TEST_MODULES + "test_forward",
+             fn=module_forward, kind="module", allowed_dtypes=FLOATING,
+             description="module forward on the device equals CPU"),
+    Template(builtin=False, name="TestModule::test_cpu_gpu_parity", upstream=_TEST_MODULES + "test_cpu_gpu_parity",
+             fn=module_backward, kind="module", allowed_dtypes=FLOATING,
+             description="module input and parameter gradients on the device equal CPU"),
+    Template(builtin=False, name="TestModule::test_non_contiguous_tensors",
+             upstream=_TEST_MODULES + "test_non_contiguous_tensors", fn=module_non_contiguous, kind="module",
+             allowed_dtypes=FLOATING, description="noncontiguous forward inputs give the contiguous result"),
+    Template(builtin=False, name="TestModule::test_multiple_device_transfer",
+             upstream=_TEST_MODULES + "test_multiple_device_transfer", fn=module_device_transfer,
+             kind="module", allowed_dtypes=FLOATING,
+             description="parameters follow .to(); forward survives a CPU round trip"),
+]

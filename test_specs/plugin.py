@@ -30,9 +30,11 @@ from typing import Any
 
 import pytest
 
-from test_specs.items import SpecItem
+from test_specs.items import SpecItem, Tolerance
 from test_specs.marks import apply_spec_item
-from test_specs.templates import TEMPLATES, TemplateFailure, load_extra_templates
+from test_specs.precedence import DEFAULT_TOLERANCE
+from test_specs.template_kit import TemplateFailure, fast_sample_inputs, sample_cap
+from test_specs.templates import TEMPLATES, load_extra_templates
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,9 +128,7 @@ class SpecTestItem(pytest.Item):
     def runtest(self) -> None:
         import torch
 
-        from test_specs.items import Tolerance
-        from test_specs.expand import DEFAULT_TOLERANCE, module_db, op_db
-        from test_specs.templates import fast_sample_inputs, sample_cap
+        from test_specs.expand import module_db, op_db
 
         it = self.spec_item
         template = TEMPLATES[it.template]

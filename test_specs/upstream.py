@@ -27,7 +27,6 @@ checkout, e.g. ``test/test_view_ops.py``); ``dtype`` is ``"none"`` for tests wit
 from __future__ import annotations
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -38,8 +37,9 @@ from typing import Any, Iterable
 import pytest
 
 from test_specs.items import SpecItem, Tolerance
+from test_specs.loader import load_spec
 from test_specs.marks import apply_spec_item
-from test_specs.schema import DTYPE_NAMES
+from test_specs.precedence import effective_mode, effective_tolerance
 
 SPEC_ITEM = pytest.StashKey[SpecItem]()
 DEVICE_SUFFIX = "SPYRE"
@@ -56,8 +56,6 @@ def resolve(path: str, torch_root: Path) -> list[Path]:
 
 def upstream_files(spec_paths: Iterable[str | Path], torch_root: Path) -> list[Path]:
     """Every file the specs' ``path:`` entries resolve to (deduplicated, in spec order)."""
-    from test_specs.loader import load_spec
-
     out: dict[Path, None] = {}
     for sp in spec_paths:
         for f in load_spec(sp).config.files:
@@ -160,8 +158,6 @@ class _Rules:
         self.spec, self.entry, self.relpath = spec, entry, relpath
 
     def apply(self, item: pytest.Item) -> SpecItem | None:
-        from test_specs.expand import effective_mode, effective_tolerance
-
         parsed = _parse(item.cls, item.name) if getattr(item, "cls", None) else None
         if parsed is None:
             return None
@@ -234,8 +230,6 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from test_specs.loader import load_spec
-
     root = Path(config.getoption("--spyre-upstream") or ".").resolve()
     by_file: dict[Path, _Rules] = {}
     for sp in filter(None, config.getoption("--spyre-specs").split(os.pathsep)):

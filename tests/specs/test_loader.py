@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.loader import SpecError, SpecLoadError, check_specs, load_spec
+from test_specs.check import check_specs
+from test_specs.loader import SpecError, SpecLoadError, load_spec
 from test_specs.yamlmarks import load_yaml
 
 
@@ -105,7 +106,7 @@ def test_not_a_spec(tmp_path: Path) -> None:
 
 
 def test_alias_bomb_recursive_alias_and_binary_files_are_errors(tmp_path):
-    from test_specs.loader import check_specs
+    from test_specs.check import check_specs
 
     (tmp_path / "rec.yaml").write_text("a: &x [*x]\n")
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from test_specs.expand import DEFAULT_TOLERANCE, module_db, op_db
-from test_specs.templates import TEMPLATES, TemplateFailure, capped, fast_sample_inputs, sample_cap
+from test_specs.expand import module_db, op_db
+from test_specs.precedence import DEFAULT_TOLERANCE
+from test_specs.template_kit import TemplateFailure, capped, fast_sample_inputs, sample_cap
+from test_specs.templates import TEMPLATES
 
 OP_TEMPLATES = ["TestCommon::test_compare_cpu", "TestCommon::test_noncontiguous_samples", "TestCommon::test_out",
                 "TestCommon::test_variant_consistency_eager", "TestCommon::test_numpy_ref"]
