@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--database-url", default=f"sqlite:///{ROOT / '.relay' / 'relay.db'}")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    from selection.budget import durations_from_db
+    from relay.store.durations import durations_from_db
 
     cases = load_cases(args.cases)
     selector, n_real, build_ms = build_selector(args.universe, args.cache_dir)

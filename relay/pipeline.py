@@ -175,7 +175,7 @@ def run_change(changeset: ChangeSet, *, settings: Settings, trigger: Trigger = "
     progress.phase("selecting")
     durations = None
     if budget_minutes is not None:
-        from selection.budget import durations_from_db
+        from relay.store.durations import durations_from_db
 
         durations = durations_from_db(settings.database_url)
     state = selector.select_state(changeset, budget_minutes=budget_minutes, durations=durations)

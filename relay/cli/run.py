@@ -145,7 +145,7 @@ def select(
     from relay.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
     from relay.pipeline import default_specs, load_items
     from relay.render import stage_table
-    from selection.budget import durations_from_db
+    from relay.store.durations import durations_from_db
     from selection.pipeline import Selector, to_selection
 
     pair = src_from is not None or src_to is not None
