@@ -128,7 +128,7 @@ def project_root() -> Path:
 
 
 TEST_DEPS = ("numpy", "expecttest", "pytest", "pytest-timeout", "pytest-rerunfailures",
-             "pyyaml", "pydantic")
+             "pytest-xdist", "pytest-reportlog", "pyyaml", "pydantic")
 
 
 class VenvProvider:

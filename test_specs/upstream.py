@@ -27,6 +27,7 @@ checkout, e.g. ``test/test_view_ops.py``); ``dtype`` is ``"none"`` for tests wit
 from __future__ import annotations
 
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def collect_items(spec_paths: list[Path], torch_root: Path) -> list[SpecItem]:
         proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
         if proc.returncode not in (0, 5) or not dump.exists():
             raise RuntimeError(f"collecting upstream tests failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-        return [SpecItem.model_validate_json(ln) for ln in dump.read_text(encoding="utf-8").splitlines() if ln]
+        return [SpecItem.model_validate(json.loads(ln)["item"]) for ln in dump.read_text(encoding="utf-8").splitlines()
+                if ln]
 
 
 # ----------------------------------------------------------------------------- the plugin
@@ -103,7 +105,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("spyre-upstream", "spyre-relay source-tree mode")
     g.addoption("--spyre-upstream", metavar="PATH", default=None, help="PyTorch checkout (${TORCH_ROOT})")
     g.addoption("--spyre-specs", metavar="FILES", default="", help="spec files (os.pathsep-separated)")
-    g.addoption("--spyre-dump-items", metavar="FILE", default=None, help="write collected SpecItems (JSON lines)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -249,9 +250,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
-    dump = config.getoption("--spyre-dump-items")
-    if dump:
-        with open(dump, "w", encoding="utf-8") as f:
-            for item in keep:
-                if SPEC_ITEM in item.stash:
-                    f.write(item.stash[SPEC_ITEM].model_dump_json() + "\n")
