@@ -2,10 +2,11 @@
 
 Durations (seconds per test id) are given by the caller — the relay reads the median
 ``duration_ms`` of each test's past results from its database (``relay.store.durations``);
-selection knows no database — and, for a test never run, ``DEFAULT_SECONDS``.  Source of the default: the 100 ``compare_cpu`` items stored in the dev
-database on 2026-11-29 took a median 0.08 s and at most 1.25 s each on spyre-sim; an unmeasured
-test is charged 1.0 s, deliberately above the median (unmeasured tests are often new templates),
-so a budget over mostly unmeasured tests errs towards running fewer, not overrunning.
+selection knows no database — and, for a test never run, ``DEFAULT_SECONDS``.  Source of the
+default: the 100 ``compare_cpu`` items stored in the dev database on 2026-11-29 took a median
+0.08 s and at most 1.25 s each on spyre-sim; an unmeasured test is charged 1.0 s, deliberately
+above the median (unmeasured tests are often new templates), so a budget over mostly unmeasured
+tests errs towards running fewer, not overrunning.
 
 The cut walks the ranked list (``Selection`` order: -score, id) and keeps the *prefix* whose
 running total fits; the first test that does not fit ends it, so a cut never keeps a

@@ -105,7 +105,7 @@ class Selection(BaseModel):
     stages: list[StageStats] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check(self) -> "Selection":
+    def _check(self) -> Selection:
         ids = [t.id for t in self.selected]
         if len(ids) != len(set(ids)):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:5]

@@ -30,7 +30,7 @@ class Candidate:
     score: float = 0.0
     reasons: tuple[str, ...] = ()
 
-    def with_reason(self, reason: str, *, score: float | None = None) -> "Candidate":
+    def with_reason(self, reason: str, *, score: float | None = None) -> Candidate:
         """A copy with ``reason`` appended and the score raised to ``score`` if higher."""
         new_score = self.score if score is None else max(self.score, score)
         return replace(self, reasons=self.reasons + (reason,), score=new_score)

@@ -35,7 +35,7 @@ def storage_nbytes(size: Sequence[int], stride: Sequence[int], dtype: torch.dtyp
     """Bytes a storage needs to hold a tensor of ``size``/``stride`` (elements) at ``offset``."""
     if any(int(s) == 0 for s in size):
         return 0
-    span = 1 + sum((int(s) - 1) * int(st) for s, st in zip(size, stride))
+    span = 1 + sum((int(s) - 1) * int(st) for s, st in zip(size, stride, strict=True))
     return (int(offset) + span) * dtype.itemsize
 
 
@@ -99,7 +99,7 @@ def to_device(cpu: torch.Tensor, device: torch.device) -> torch.Tensor:
 def _is_non_overlapping_and_dense(t: torch.Tensor) -> bool:
     if t.is_contiguous():
         return True
-    pairs = sorted((st, s) for s, st in zip(t.size(), t.stride()) if s != 1)
+    pairs = sorted((st, s) for s, st in zip(t.size(), t.stride(), strict=True) if s != 1)
     expected = 1
     for st, s in pairs:
         if st != expected:

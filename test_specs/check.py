@@ -48,7 +48,8 @@ def strict_errors(spec: Spec) -> list[SpecError]:
             need(("global", "supported_ops", oi, "force_xfail"), f"force_xfail on op {o.name!r}", o.reason, o.issue)
     for di, d in enumerate(cfg.global_.supported_dtypes):
         if d.force_xfail:
-            need(("global", "supported_dtypes", di, "force_xfail"), f"force_xfail on dtype {d.name!r}", d.reason, d.issue)
+            need(("global", "supported_dtypes", di, "force_xfail"), f"force_xfail on dtype {d.name!r}", d.reason,
+                 d.issue)
     return out
 
 

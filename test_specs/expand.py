@@ -34,10 +34,11 @@ Precedence rules (torch-spyre ``tests/oot_framework``, RFC 1287; design §6):
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from test_specs.items import SpecItem, make_item_id
 from test_specs.loader import Spec, SpecError, load_spec
@@ -145,11 +146,13 @@ def _select(ctx: _Ctx, fi: int, ti: int, test: TestEntry, source: str) -> list[A
         for ni, n in enumerate(getattr(edits, kind)):
             hits = _resolve(source, n)
             if not hits:
-                ctx.errors.append(ctx.spec.error(loc + (kind, ni, "name"), f"unknown {key[:-1]} {n.name!r}: not {what}"))
+                ctx.errors.append(ctx.spec.error(loc + (kind, ni, "name"),
+                                                 f"unknown {key[:-1]} {n.name!r}: not {what}"))
             picked[kind].update(hits)
     if other.include or other.exclude:
         okey = "modules" if key == "ops" else "ops"
-        ctx.errors.append(ctx.spec.error(("files", fi, "tests", ti, "edits", okey), f"edits.{okey} has no effect in a source: {source} entry"))
+        ctx.errors.append(ctx.spec.error(("files", fi, "tests", ti, "edits", okey),
+                                         f"edits.{okey} has no effect in a source: {source} entry"))
     gl = g.supported_modules if key == "modules" else g.supported_ops
     if edits.include:
         chosen = sorted(picked["include"])
@@ -184,7 +187,8 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects:
         for dtype in dtypes:
             gd = g.dtype(dtype)
             base: Mode = test.mode if test is not None else fentry.unlisted_test_mode
-            reason = test.reason if test is not None else (fentry.reason or f"not listed in the spec (unlisted_test_mode: {base})")
+            reason = test.reason if test is not None else \
+                (fentry.reason or f"not listed in the spec (unlisted_test_mode: {base})")
             issue = test.issue if test is not None else fentry.issue
             up = None if is_mod or base != "mandatory_success" or (test is not None and not test.upstream_skips) \
                 else upstream_mark(x, template.upstream, dtype)
@@ -206,9 +210,11 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects:
             item_id = make_item_id(spec.suite, template.name, subject, dtype)
             if item_id in ctx.items:
                 loc = ("files", fi, "tests", ti, "names") if ti is not None else ("files", fi)
-                ctx.errors.append(spec.error(loc, f"{template.name} for {subject!r} is already produced by an earlier test entry"))
+                ctx.errors.append(spec.error(
+                    loc, f"{template.name} for {subject!r} is already produced by an earlier test entry"))
                 continue
-            tags = list(dict.fromkeys((test.tags if test else []) + [t for n in named if _matches(n, x) for t in getattr(n, "tags", [])]))
+            named_tags = [t for n in named if _matches(n, x) for t in getattr(n, "tags", [])]
+            tags = list(dict.fromkeys((test.tags if test else []) + named_tags))
             ctx.items[item_id] = SpecItem(
                 id=item_id, suite=spec.suite, template=template.name, upstream=template.upstream,
                 op=None if is_mod else x.name, variant=None if is_mod else (x.variant_test_name or None),
@@ -234,7 +240,8 @@ def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
                 tpl = TEMPLATES.get(name)
                 if tpl is None or tpl.kind != kind:
                     known = sorted(n for n, x in TEMPLATES.items() if x.kind == kind)
-                    ctx.errors.append(spec.error(("files", fi, "tests", ti, "names", ni), f"unknown {kind} template {name!r}; known: {known}"))
+                    ctx.errors.append(spec.error(("files", fi, "tests", ti, "names", ni),
+                                                 f"unknown {kind} template {name!r}; known: {known}"))
                     continue
                 listed.add(name)
                 _add_items(ctx, fi, ti, tpl, subjects, t)

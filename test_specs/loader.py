@@ -55,6 +55,7 @@ class Spec:
 
     @property
     def suite(self) -> str:
+        """The file stem: the first part of every item id of this spec."""
         return self.path.stem
 
     def pos(self, *loc: Any) -> Pos:
@@ -62,6 +63,7 @@ class Spec:
         return locate(self.marks, ("test_suite_config",) + loc)
 
     def error(self, loc: tuple[Any, ...], message: str) -> SpecError:
+        """A ``SpecError`` at the node ``loc`` (path under ``test_suite_config``) of this file."""
         p = self.pos(*loc)
         return SpecError(str(self.path), p.line, p.col, message)
 

@@ -97,7 +97,8 @@ def _reference(mi: Any, module_input: Any, fwd: Any, dtype: torch.dtype, backwar
         return _run(_build(mi, module_input, dtype), _move(fwd, "cpu"), backward)
     except Exception as e:  # noqa: BLE001 - CPU has no kernel at this dtype
         if dtype == torch.float32:
-            raise TemplateSkip(f"CPU reference raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise TemplateSkip(f"CPU reference raises {type(e).__name__}: {first}") from None
         out, grads = _run(_build(mi, module_input, torch.float32), _move(fwd, "cpu", torch.float32), backward)
         cast = lambda t: t.to(dtype) if t.is_floating_point() else t  # noqa: E731
         return _tmap(cast, out), [cast(g) if g is not None else None for g in grads]
@@ -109,7 +110,7 @@ def _vs_cpu(mi: Any, dtype: torch.dtype, device: str, tol: Tolerance, backward: 
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
         expected = _reference(mi, module_input, fwd, dtype, backward)
 
-        def run() -> tuple[Any, list[Any]]:
+        def run(module_input: Any = module_input, fwd: Any = fwd) -> tuple[Any, list[Any]]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             return _run(m, _move(fwd, device), backward)
 
@@ -139,7 +140,7 @@ def module_non_contiguous(mi: Any, dtype: torch.dtype, device: str, tol: Toleran
     for i, module_input in enumerate(_inputs(mi, dtype, requires_grad=False)):
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
 
-        def run() -> tuple[Any, Any]:
+        def run(module_input: Any = module_input, fwd: Any = fwd) -> tuple[Any, Any]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             contiguous = _run(m, _move(fwd, device), False)[0]
             noncontig = _tmap(lambda t: to_device_keeping_strides(noncontiguous_like(t.detach()), device), fwd)
@@ -156,7 +157,7 @@ def module_device_transfer(mi: Any, dtype: torch.dtype, device: str, tol: Tolera
     for i, module_input in enumerate(_inputs(mi, dtype, requires_grad=False)):
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
 
-        def run() -> tuple[Any, Any, list[str]]:
+        def run(module_input: Any = module_input, fwd: Any = fwd) -> tuple[Any, Any, list[str]]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             first = _run(m, _move(fwd, device), False)[0]
             m.to("cpu")

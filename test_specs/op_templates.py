@@ -77,10 +77,9 @@ def compare_cpu(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> Non
         seed_cpu()
         expected = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
 
-        def run(s: Any = dev_sample) -> Any:
+        def run(s: Any = dev_sample, post: Any = sample.output_process_fn_grad) -> Any:
             seed_cpu()
-            out = op(s.input, *s.args, **s.kwargs)
-            return tree_map_tensors(sample.output_process_fn_grad(out), to_cpu)
+            return tree_map_tensors(post(op(s.input, *s.args, **s.kwargs)), to_cpu)
 
         actual = device_call(run, name=name, dtype=dname, sample=i)
         check_close(actual, expected, tol, name=name, dtype=dname, sample=i)
@@ -98,7 +97,9 @@ def _grad_inputs(sample: Any) -> list[torch.Tensor]:
 def _loss(out: Any) -> torch.Tensor | None:
     leaves = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad
               and t.is_floating_point()]
-    return sum((t.sum() for t in leaves), torch.zeros((), device=leaves[0].device, dtype=leaves[0].dtype)) if leaves else None
+    if not leaves:
+        return None
+    return sum((t.sum() for t in leaves), torch.zeros((), device=leaves[0].device, dtype=leaves[0].dtype))
 
 
 def _forward_backward(op: Any, s: Any) -> tuple[Any, Any]:
@@ -115,8 +116,8 @@ def noncontiguous_samples(op: Any, dtype: torch.dtype, device: str, tol: Toleran
     grad = bool(op.supports_autograd) and dtype in op.supported_backward_dtypes("cpu")
     for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype, requires_grad=grad))):
         contiguous, noncontig = _dev_sample(sample, device), _dev_sample(sample.noncontiguous(), device)
-        expected = device_call(lambda: _forward_backward(op, contiguous), name=name, dtype=dname, sample=i)
-        actual = device_call(lambda: _forward_backward(op, noncontig), name=name, dtype=dname, sample=i)
+        expected = device_call(lambda s=contiguous: _forward_backward(op, s), name=name, dtype=dname, sample=i)
+        actual = device_call(lambda s=noncontig: _forward_backward(op, s), name=name, dtype=dname, sample=i)
         check_close(actual[0], expected[0], tol, name=name, dtype=dname, sample=i,
                     what="output on noncontiguous inputs differs from contiguous")
         check_close(actual[1], expected[1], tol, name=name, dtype=dname, sample=i,
@@ -150,7 +151,9 @@ def out(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
         return buf, op(dev.input, *dev.args, out=buf, **dev.kwargs)
 
     buf, result = device_call(run, name=name, dtype=dname, sample=0)
-    same = result is buf if isinstance(buf, torch.Tensor) else all(a is b for a, b in zip(result, buf))
+    # a tuple result of another length is not ``out`` either (zip alone would compare a prefix)
+    same = result is buf if isinstance(buf, torch.Tensor) else \
+        len(result) == len(buf) and all(a is b for a, b in zip(result, buf, strict=True))
     if not same:
         raise TemplateFailure(op=name, dtype=dname, sample=0, message="op(..., out=out) did not return out")
     check_close(buf, expected, tol, name=name, dtype=dname, sample=0, what="out= result differs from CPU")
@@ -185,18 +188,20 @@ def variant_consistency_eager(op: Any, dtype: torch.dtype, device: str, tol: Tol
     for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype))):
         dev = _dev_sample(sample, device)
 
-        def call(fn: Any, inp: Any) -> Any:
+        def call(fn: Any, inp: Any, d: Any = dev) -> Any:
             seed_cpu()
-            return tree_map_tensors(fn(inp, *dev.args, **dev.kwargs), lambda t: t.cpu())
+            return tree_map_tensors(fn(inp, *d.args, **d.kwargs), lambda t: t.cpu())
 
-        expected = device_call(lambda: call(op, dev.input), name=name, dtype=dname, sample=i)
+        expected = device_call(lambda d=dev: call(op, d.input), name=name, dtype=dname, sample=i)
         if method is not None:
-            got = device_call(lambda: call(method, dev.input), name=name, dtype=dname, sample=i)
-            check_close(got, expected, tol, name=name, dtype=dname, sample=i, what="method variant differs from function")
+            got = device_call(lambda d=dev: call(method, d.input), name=name, dtype=dname, sample=i)
+            check_close(got, expected, tol, name=name, dtype=dname, sample=i,
+                        what="method variant differs from function")
         if inplace is not None and not sample.broadcasts_input and isinstance(dev.input, torch.Tensor) \
                 and isinstance(expected, torch.Tensor) and expected.dtype == dev.input.dtype:
-            got = device_call(lambda: call(inplace, dev.input.clone()), name=name, dtype=dname, sample=i)
-            check_close(got, expected, tol, name=name, dtype=dname, sample=i, what="inplace variant differs from function")
+            got = device_call(lambda d=dev: call(inplace, d.input.clone()), name=name, dtype=dname, sample=i)
+            check_close(got, expected, tol, name=name, dtype=dname, sample=i,
+                        what="inplace variant differs from function")
 
 
 def numpy_ref(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
@@ -211,15 +216,17 @@ def numpy_ref(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
         except Exception as e:  # noqa: BLE001 - the reference cannot take this sample
             raise TemplateSkip(f"NumPy reference raises {type(e).__name__} on sample {i}") from None
         expected = tree_map_tensors(ref, lambda t: t) if isinstance(ref, torch.Tensor) else \
-            torch.utils._pytree.tree_map(lambda a: torch.from_numpy(np.asarray(a)) if isinstance(a, (np.ndarray, np.generic)) else a, ref)
+            torch.utils._pytree.tree_map(
+                lambda a: torch.from_numpy(np.asarray(a)) if isinstance(a, (np.ndarray, np.generic)) else a, ref)
         dev = _dev_sample(sample, device)
-        actual = device_call(lambda: tree_map_tensors(op(dev.input, *dev.args, **dev.kwargs), lambda t: t.cpu()),
+        actual = device_call(lambda d=dev: tree_map_tensors(op(d.input, *d.args, **d.kwargs), lambda t: t.cpu()),
                              name=name, dtype=dname, sample=i)
         actual = tree_map_tensors(actual, lambda t: t.to(torch.float64) if t.is_floating_point() else t)
         expected = tree_map_tensors(expected, lambda t: t.to(torch.float64) if t.is_floating_point() else t)
         if isinstance(actual, torch.Tensor) and isinstance(expected, (int, float, bool)):
             expected = torch.tensor(expected, dtype=actual.dtype)
-        check_close(actual, expected, tol, name=name, dtype=dname, sample=i, what="device output differs from the NumPy reference")
+        check_close(actual, expected, tol, name=name, dtype=dname, sample=i,
+                    what="device output differs from the NumPy reference")
 
 
 _TEST_OPS = "test/test_ops.py::TestCommon::"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from selection.heuristics import (HEURISTICS, ChangedDefinition, EditedOp, MachineryCanary,
-                                  UnsupportedOp)
+from selection.heuristics import HEURISTICS, ChangedDefinition, EditedOp, MachineryCanary, UnsupportedOp
 from selection.stage import Candidate, Signals
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from selection.attribution import OpCatalog, attribute
 from selection.models import ChangedFile
-from selection.source_map import (SourceMap, called_ops, decorated_ops, native_file_ops,
-                                  parse_native_functions)
+from selection.source_map import SourceMap, called_ops, decorated_ops, native_file_ops, parse_native_functions
 
 YAML = """\
 - func: _softmax(Tensor self, int dim, bool half_to_float) -> Tensor

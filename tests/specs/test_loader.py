@@ -111,7 +111,7 @@ def test_alias_bomb_recursive_alias_and_binary_files_are_errors(tmp_path):
     (tmp_path / "rec.yaml").write_text("a: &x [*x]\n")
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00")
     lines = ['a: &a ["lol", "lol"]']
-    for prev, name in zip("abcdefg", "bcdefgh"):
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
     (tmp_path / "bomb.yaml").write_text("\n".join(lines + ["test_suite_config: {files: *h}"]) + "\n")
     msgs = {e.format().split(":")[0].rsplit("/", 1)[-1]: e.format() for e in check_specs([tmp_path])}

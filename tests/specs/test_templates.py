@@ -58,11 +58,13 @@ def test_module_backward_detects_a_wrong_gradient(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(module_templates, "_run", skewed)
     with sample_cap(1), pytest.raises(TemplateFailure, match="gradients differ from CPU"):
-        TEMPLATES["TestModule::test_cpu_gpu_parity"].fn(_module("nn.Linear"), torch.float32, "cpu", DEFAULT_TOLERANCE["float32"])
+        TEMPLATES["TestModule::test_cpu_gpu_parity"].fn(_module("nn.Linear"), torch.float32, "cpu",
+                                                        DEFAULT_TOLERANCE["float32"])
 
 
 def test_sample_cap_limits_and_restores() -> None:
     with sample_cap(2):
         assert list(capped(iter(range(10)))) == [0, 1]
     assert list(capped(range(4))) == [0, 1, 2, 3]
-    assert TEMPLATES["TestCommon::test_out"].applies(_op("add")) and not TEMPLATES["TestCommon::test_out"].applies(_op("transpose"))
+    out = TEMPLATES["TestCommon::test_out"]
+    assert out.applies(_op("add")) and not out.applies(_op("transpose"))
