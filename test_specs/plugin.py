@@ -35,13 +35,12 @@ from test_specs import containment
 from test_specs.items import SpecItem, Tolerance
 from test_specs.marks import apply_spec_item
 from test_specs.precedence import DEFAULT_TOLERANCE
-from test_specs.template_kit import TemplateFailure, fast_sample_inputs, sample_cap
-from test_specs.templates import TEMPLATES, load_extra_templates
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("spyre", "spyre-relay spec items")
-    g.addoption("--spyre-select", metavar="FILE", default=None, help="run only the item ids listed in FILE (one per line)")
+    g.addoption("--spyre-select", metavar="FILE", default=None,
+                help="run only the item ids listed in FILE (one per line)")
     g.addoption("--spyre-device", choices=("spyre", "cpu"), default="spyre", help="device under test (default: spyre)")
     g.addoption("--spyre-dump-items", metavar="FILE", default=None,
                 help="write the selected items as JSON lines {nodeid, item} to FILE")
@@ -50,13 +49,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    load_extra_templates()
     containment.install(config, config.getoption("--spyre-hang-kill"))
-    if config.getoption("--spyre-device") == "spyre" and not containment.is_controller(config):
+    if containment.is_controller(config):
+        return  # an xdist controller runs no test: no templates, no torch, no device
+    # The templates import torch (~2 s of CPU): only processes that collect or run items pay it.
+    from test_specs.templates import load_extra_templates
+
+    load_extra_templates()
+    if config.getoption("--spyre-device") == "spyre":
         try:
             import spyre_backend  # noqa: F401  (registers the PrivateUse1 device "spyre")
         except Exception as e:  # a broken backend is a usage error, not 100 failures
-            raise pytest.UsageError(f"--spyre-device=spyre: cannot import spyre_backend: {type(e).__name__}: {e}") from e
+            raise pytest.UsageError(
+                f"--spyre-device=spyre: cannot import spyre_backend: {type(e).__name__}: {e}") from e
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -136,6 +141,8 @@ class SpecTestItem(pytest.Item):
         import torch
 
         from test_specs.expand import module_db, op_db
+        from test_specs.template_kit import fast_sample_inputs, sample_cap
+        from test_specs.templates import TEMPLATES
 
         it = self.spec_item
         template = TEMPLATES[it.template]
@@ -150,6 +157,8 @@ class SpecTestItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         it = self.spec_item
         head = f"{it.id}\n  upstream: {it.upstream}\n  tolerance: {it.tolerance}\n"
+        from test_specs.template_kit import TemplateFailure
+
         if isinstance(excinfo.value, TemplateFailure):
             return head + f"  {excinfo.value}"
         tb = excinfo.getrepr(style="short", chain=False)

@@ -9,7 +9,8 @@ per item) under ``<workdir>``:
    -p no:cacheprovider <spec files> --spyre-select=... --spyre-device=... -n <workers>
    --max-worker-restart=<enough for every test to crash> --junitxml=<workdir>/junit.xml
    --report-log=<workdir>/reportlog.jsonl --spyre-dump-items=<workdir>/items.jsonl
-   --timeout=<timeout_s> --spyre-hang-kill=<timeout_s + HANG_GRACE_S> [--reruns N] -q`` with
+   --timeout=<timeout_s> --spyre-hang-kill=<timeout_s + HANG_GRACE_S> -p no:warnings [--reruns N]
+   -q`` with
    ``cwd=workdir`` in its own process group; pytest's output goes to ``<workdir>/pytest.log``.
    ``reruns`` (default 2, PyTorch CI's convention): pytest-rerunfailures reruns a failing test;
    failed-then-passed is ``flaky``.  pytest-timeout interrupts a test after ``timeout_s``;
@@ -152,7 +153,10 @@ def _command(specs: list[str], workdir: Path, *, device: str, reruns: int, timeo
            "-n", str(workers), f"--max-worker-restart={n_items * (reruns + 1) + workers}",
            f"--junitxml={workdir / 'junit.xml'}", f"--report-log={workdir / 'reportlog.jsonl'}",
            f"--spyre-dump-items={workdir / 'items.jsonl'}", f"--timeout={timeout_s:g}",
-           f"--spyre-hang-kill={timeout_s + HANG_GRACE_S:g}", "-q", "-rN", "-o", "junit_logging=no"]
+           f"--spyre-hang-kill={timeout_s + HANG_GRACE_S:g}", "-q", "-rN", "-o", "junit_logging=no",
+           # warnings go to pytest.log as Python prints them: xdist would forward each to the
+           # controller, which imports the warning's module (spyre_backend, torch: ~2.5 s of CPU)
+           "-p", "no:warnings"]
     if reruns > 0:
         cmd += ["--reruns", str(reruns)]
     return cmd

@@ -32,11 +32,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 
+from test_specs import containment
 from test_specs.items import SpecItem, Tolerance
 from test_specs.loader import load_spec
 from test_specs.marks import apply_spec_item
@@ -90,10 +92,12 @@ def collect_items(spec_paths: list[Path], torch_root: Path) -> list[SpecItem]:
         dump = Path(tmp) / "items.jsonl"
         cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "test_specs.plugin",
                "-p", "no:cacheprovider", *extra, f"--spyre-dump-items={dump}", *files]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")]))}
+        root = str(Path(__file__).resolve().parent.parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
         if proc.returncode not in (0, 5) or not dump.exists():
-            raise RuntimeError(f"collecting upstream tests failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+            raise RuntimeError(f"collecting upstream tests failed ({proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
         return [SpecItem.model_validate(json.loads(ln)["item"]) for ln in dump.read_text(encoding="utf-8").splitlines()
                 if ln]
 
@@ -109,7 +113,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
-    if config.getoption("--spyre-device", "spyre") == "spyre":
+    if config.getoption("--spyre-device", "spyre") == "spyre" and not containment.is_controller(config):
         import spyre_backend.testing
 
         spyre_backend.testing.prepare_device_type_tests()
