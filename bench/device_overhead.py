@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import spyre_backend  # noqa: E402,F401  (before torch.testing._internal)
 import torch  # noqa: E402
 
+import spyre_backend  # noqa: E402,F401  (before torch.testing._internal)
 from spyre_backend.opinfo_check import FIRST_SPEC_OPS, select_opinfos  # noqa: E402
 from spyre_backend.opinfo_compare import check_op  # noqa: E402
 
@@ -98,7 +98,8 @@ def report(totals: dict) -> str:
         )
     ratio = sp["total_s"] / max(cpu["total_s"], 1e-9)
     dev_ratio = sp["device_s"] / max(cpu["device_s"], 1e-9)
-    lines.append(f"ratio spyre/cpu: whole comparison {ratio:.2f}x (goal <= 2.0x: {'met' if ratio <= 2.0 else 'MISSED'}), "
+    verdict = "met" if ratio <= 2.0 else "MISSED"
+    lines.append(f"ratio spyre/cpu: whole comparison {ratio:.2f}x (goal <= 2.0x: {verdict}), "
                  f"device side alone {dev_ratio:.2f}x")
     return "\n".join(lines)
 

@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--database-url", default=f"sqlite:///{ROOT / '.relay' / 'relay.db'}")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    from selection.budget import durations_from_db
+    from relay.store.durations import durations_from_db
 
     cases = load_cases(args.cases)
     selector, n_real, build_ms = build_selector(args.universe, args.cache_dir)
@@ -210,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{out['per_failure_recall']:.3f}  false selection {out['false_selection']:.3f}")
     print(f"mean selected share {out['mean_share']:.4f} of tests, {out['mean_time_share']:.4f} of test time")
     print(f"latency (1–5 file cases, end to end): median {lat['median']:.1f} ms (cpu {lat['cpu_median']:.1f}), "
-          f"p90 {lat['p90']:.1f} ms (cpu {lat['cpu_p90']:.1f}), max {lat['max']:.1f} ms; narrow selections (<10% share) median "
-          f"{lat['narrow_median']:.1f} ms, max {lat['narrow_max']:.1f} ms")
+          f"p90 {lat['p90']:.1f} ms (cpu {lat['cpu_p90']:.1f}), max {lat['max']:.1f} ms; "
+          f"narrow selections (<10% share) median {lat['narrow_median']:.1f} ms, max {lat['narrow_max']:.1f} ms")
     print("per stage median " + ", ".join(f"{k} {v:.1f} ms" for k, v in lat["stages_median"].items()))
     import os
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs while measuring")

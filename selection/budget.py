@@ -1,11 +1,12 @@
 """Budget: cut the ranked selection to what fits in N minutes of measured test time.
 
-Durations (seconds per test id) come from stored runs — the median ``duration_ms`` of the
-test's past results in the relay database (``durations_from_db``) — and, for a test never run,
-``DEFAULT_SECONDS``.  Source of the default: the 100 ``compare_cpu`` items stored in the dev
-database on 2026-11-29 took a median 0.08 s and at most 1.25 s each on spyre-sim; an unmeasured
-test is charged 1.0 s, deliberately above the median (unmeasured tests are often new templates),
-so a budget over mostly unmeasured tests errs towards running fewer, not overrunning.
+Durations (seconds per test id) are given by the caller — the relay reads the median
+``duration_ms`` of each test's past results from its database (``relay.store.durations``);
+selection knows no database — and, for a test never run, ``DEFAULT_SECONDS``.  Source of the
+default: the 100 ``compare_cpu`` items stored in the dev database on 2026-11-29 took a median
+0.08 s and at most 1.25 s each on spyre-sim; an unmeasured test is charged 1.0 s, deliberately
+above the median (unmeasured tests are often new templates), so a budget over mostly unmeasured
+tests errs towards running fewer, not overrunning.
 
 The cut walks the ranked list (``Selection`` order: -score, id) and keeps the *prefix* whose
 running total fits; the first test that does not fit ends it, so a cut never keeps a
@@ -17,8 +18,6 @@ each cut test is named in the notes' count.
 
 from __future__ import annotations
 
-import logging
-import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -26,41 +25,7 @@ from dataclasses import replace
 from selection.models import StageStats
 from selection.stage import SelectionState
 
-log = logging.getLogger(__name__)
-
 DEFAULT_SECONDS = 1.0
-
-
-def durations_from_db(database_url: str) -> dict[str, float]:
-    """Median measured seconds per test id from the relay DB's ``test_results`` table.
-
-    Fail soft: a missing database, table or driver gives ``{}`` (every test then costs
-    ``DEFAULT_SECONDS``) and a warning; never raises.
-    """
-    if database_url.startswith("sqlite:///"):
-        from pathlib import Path
-
-        if not Path(database_url[len("sqlite:///"):]).is_file():  # do not create an empty DB
-            log.info("no relay database at %s; using %.1f s per test", database_url, DEFAULT_SECONDS)
-            return {}
-    try:
-        from sqlalchemy import create_engine, text
-
-        engine = create_engine(database_url)
-        try:
-            with engine.connect() as conn:
-                rows = conn.execute(text("SELECT test_id, duration_ms FROM test_results "
-                                         "WHERE duration_ms > 0")).all()
-        finally:
-            engine.dispose()
-    except Exception as exc:  # noqa: BLE001 — no history means default durations
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        log.warning("no stored test durations (%s); using %.1f s per test", first, DEFAULT_SECONDS)
-        return {}
-    samples: dict[str, list[float]] = {}
-    for test_id, ms in rows:
-        samples.setdefault(test_id, []).append(float(ms) / 1000.0)
-    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def seconds_of(test_id: str, durations: Mapping[str, float], default: float = DEFAULT_SECONDS) -> float:

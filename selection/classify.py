@@ -86,6 +86,8 @@ class Classify:
         return Candidate(cand.item, mode, round(min(score, 1.0), 4), tuple(reasons))
 
     def run(self, state: SelectionState) -> SelectionState:
+        """Called once per ChangeSet, after memory: every candidate gets its mode, score and
+        reasons (``classify``); none is dropped (a ``skip`` stays listed with its reason)."""
         dtypes = _supported_dtypes()
         out = tuple(self.classify(c, state, dtypes) for c in state.candidates)
         return replace(state, candidates=out)

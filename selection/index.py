@@ -129,7 +129,7 @@ class TestOpIndex:
         return out
 
     @classmethod
-    def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> "TestOpIndex":
+    def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> TestOpIndex:
         """Load the cached index for this torch and device, capture missing items, save.
 
         ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  Items that are not

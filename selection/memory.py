@@ -21,7 +21,7 @@ universe).  Only surviving candidates are copied.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from selection.attribution import Impact, OpCatalog, attribute_all
 from selection.index import TestOpIndex
@@ -29,6 +29,16 @@ from selection.scope import WIDEN, areas_of, item_area
 from selection.stage import Candidate, SelectionState, Signals
 from selection.upgrade import canaries
 from test_specs.items import SpecItem
+
+
+@dataclass
+class _Hits:
+    """What one ChangeSet's impacts reach (see ``Memory._hits``)."""
+
+    by_test: dict[str, list[str]] = field(default_factory=dict)
+    by_subject: dict[str, list[str]] = field(default_factory=dict)
+    fail_soft_areas: dict[str, str] = field(default_factory=dict)
+    opaque: int = 0
 
 
 class Memory:
@@ -77,43 +87,18 @@ class Memory:
         return attribute_all(files, self.catalog)
 
     def run(self, state: SelectionState) -> SelectionState:
+        """Called once per ChangeSet, after scope: the candidates the change's impacts reach,
+        each with its reasons, and the ``Signals`` heuristics read in stage 3."""
         if self._by_subject is None:
             self._prepare([c.item for c in state.candidates])
-        impacts = self.impacts(state)
-        by_test: dict[str, list[str]] = {}
-        by_subject: dict[str, list[str]] = {}
-        fail_soft_areas: dict[str, str] = {}
+        hits = self._hits(self.impacts(state))
         notes: list[str] = []
-        opaque = 0
-        for imp in impacts:
-            if imp.opaque:
-                opaque += 1
-                continue
-            if not imp.attributed:
-                hit = areas_of(imp.filename)
-                for area in (hit[0] if hit else ()):
-                    fail_soft_areas.setdefault(area, imp.filename)
-                continue
-            for op in sorted(imp.aten_ops):
-                tests = self.index.by_op.get(op, ())
-                reason = f"{imp.filename} → {op} → {len(tests)} tests"
-                for t in tests:
-                    by_test.setdefault(t, []).append(reason)
-            for subject in sorted(imp.opinfos):
-                if imp.definition:
-                    reason = imp.why.get(subject) or f"{imp.filename} → OpInfo {subject}"
-                    by_subject.setdefault(subject, []).append(reason)
-                    continue
-                tests = self._by_subject.get(subject, [])
-                reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests"
-                for t in tests:
-                    by_test.setdefault(t, []).append(reason)
-        if opaque:
-            notes.append(f"{opaque} compiled binaries or their headers changed (opaque; not attributed)")
+        if hits.opaque:
+            notes.append(f"{hits.opaque} compiled binaries or their headers changed (opaque; not attributed)")
         present = {"modules" if c.item.module is not None else "ops" for c in state.candidates} \
-            if fail_soft_areas else set()
-        fail_soft_areas = {a: p for a, p in fail_soft_areas.items() if a in present or a == WIDEN}
-        for area, path in sorted(fail_soft_areas.items()):
+            if hits.fail_soft_areas else set()
+        areas = {a: p for a, p in hits.fail_soft_areas.items() if a in present or a == WIDEN}
+        for area, path in sorted(areas.items()):
             what = "every" if area == WIDEN else f"all '{area}'"
             notes.append(f"{path}: not attributable to ops; keeping {what} tests (fail soft)")
         canary: dict[str, str] = {}
@@ -121,27 +106,73 @@ class Memory:
             why = f"upgrade: canary for test-machinery change ({', '.join(state.machinery)})"
             canary = {c.item.id: why for c in canaries(state.candidates)}
             notes.append(f"{len(canary)} canaries for {len(state.machinery)} machinery files")
-        if fail_soft_areas:
-            pool = state.candidates
-        else:  # fast path: only the ids the impacts reach (or never indexed) can survive
-            wanted = set(by_test) | set(canary) | self._unindexed
-            for subject in by_subject:
-                wanted.update(self._by_subject.get(subject, ()))
-            cands = tuple(state.candidates)
-            pos = self.positions(cands)
-            pool = [cands[n] for n in sorted(pos[t] for t in wanted if t in pos)]
+        pool = state.candidates if areas else self._reached(state, hits, canary)
+        kept, fail_soft = self._keep(state, pool, hits, canary, areas)
+        signals = Signals(
+            op_impacts={k: tuple(dict.fromkeys(v)) for k, v in hits.by_test.items()},
+            changed_definitions={k: tuple(dict.fromkeys(v)) for k, v in hits.by_subject.items()},
+            fail_soft=frozenset(fail_soft),
+            test_ops=self.index.entries,
+            canaries=canary,
+        )
+        return replace(state, candidates=tuple(kept), notes=state.notes + tuple(notes),
+                       signals=signals)
+
+    def _hits(self, impacts: list[Impact]) -> _Hits:
+        """What the impacts reach: reasons by test id (changed ops, OpInfos of changed
+        implementations) and by OpInfo subject (changed definitions), the areas of files that
+        could not be attributed (first such file per area), and the count of opaque binaries."""
+        hits = _Hits()
+        for imp in impacts:
+            if imp.opaque:
+                hits.opaque += 1
+                continue
+            if not imp.attributed:
+                hit = areas_of(imp.filename)
+                for area in (hit[0] if hit else ()):
+                    hits.fail_soft_areas.setdefault(area, imp.filename)
+                continue
+            for op in sorted(imp.aten_ops):
+                tests = self.index.by_op.get(op, ())
+                reason = f"{imp.filename} → {op} → {len(tests)} tests"
+                for t in tests:
+                    hits.by_test.setdefault(t, []).append(reason)
+            for subject in sorted(imp.opinfos):
+                if imp.definition:
+                    reason = imp.why.get(subject) or f"{imp.filename} → OpInfo {subject}"
+                    hits.by_subject.setdefault(subject, []).append(reason)
+                    continue
+                tests = self._by_subject.get(subject, [])
+                reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests"
+                for t in tests:
+                    hits.by_test.setdefault(t, []).append(reason)
+        return hits
+
+    def _reached(self, state: SelectionState, hits: _Hits, canary: dict[str, str]) -> list[Candidate]:
+        """Fast path (no fail-soft area): only the ids the impacts reach, canaries and never
+        indexed ids can survive; in candidate order."""
+        wanted = set(hits.by_test) | set(canary) | self._unindexed
+        for subject in hits.by_subject:
+            wanted.update(self._by_subject.get(subject, ()))
+        cands = tuple(state.candidates)
+        pos = self.positions(cands)
+        return [cands[n] for n in sorted(pos[t] for t in wanted if t in pos)]
+
+    def _keep(self, state: SelectionState, pool: Sequence[Candidate], hits: _Hits, canary: dict[str, str],
+              areas: dict[str, str]) -> tuple[list[Candidate], set[str]]:
+        """The surviving candidates with their reasons, and the ids kept only by fail soft."""
         kept: list[Candidate] = []
         fail_soft: set[str] = set()
         memo: dict[tuple, tuple[str, ...]] = {}  # reasons shared by every soft-kept test of an area
         for cand in pool:
             tid = cand.item.id
-            reasons = list(by_test.get(tid, ()))
-            reasons += by_subject.get(cand.item.subject, ()) if cand.item.op else []
+            reasons = list(hits.by_test.get(tid, ()))
+            reasons += hits.by_subject.get(cand.item.subject, ()) if cand.item.op else []
             if tid in canary:
                 reasons.append(canary[tid])
             area = item_area(cand)
             missing = tid not in self.index.entries
-            source = fail_soft_areas.get(area) or fail_soft_areas.get(WIDEN)
+            source = areas.get(area) or areas.get(WIDEN)
             if not reasons and not missing and not source:
                 continue
             if not reasons:
@@ -160,12 +191,4 @@ class Memory:
                     continue
                 memo[key] = extra
             kept.append(Candidate(cand.item, cand.mode, cand.score, cand.reasons + memo[key]))
-        signals = Signals(
-            op_impacts={k: tuple(dict.fromkeys(v)) for k, v in by_test.items()},
-            changed_definitions={k: tuple(dict.fromkeys(v)) for k, v in by_subject.items()},
-            fail_soft=frozenset(fail_soft),
-            test_ops=self.index.entries,
-            canaries=canary,
-        )
-        return replace(state, candidates=tuple(kept), notes=state.notes + tuple(notes),
-                       signals=signals)
+        return kept, fail_soft

@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from test_specs.modes import Mode
+
 FileStatus = Literal["added", "removed", "modified", "renamed", "copied", "changed", "unchanged"]
-Mode = Literal["mandatory_success", "xfail", "xfail_strict", "skip"]
 
 
 class ChangedFile(BaseModel):
@@ -104,7 +105,7 @@ class Selection(BaseModel):
     stages: list[StageStats] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check(self) -> "Selection":
+    def _check(self) -> Selection:
         ids = [t.id for t in self.selected]
         if len(ids) != len(set(ids)):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:5]

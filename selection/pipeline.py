@@ -8,11 +8,10 @@ cheap per ChangeSet (stages 1–3 in tens of ms on a 50,000-test universe; see
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-
-import logging
 
 from selection.attribution import OpCatalog
 from selection.budget import apply_budget

@@ -53,6 +53,8 @@ class Refine:
     count_out = count_in
 
     def run(self, state: SelectionState) -> SelectionState:
+        """Called once per executed run, after the tests ran: reruns first-attempt failures once
+        (failed-then-passed is flaky) and proposes spec edits for unsupported-op failures."""
         # A failure already retried by the runner (pytest-rerunfailures: attempts > 1) has had
         # its rerun; only first-attempt failures are rerun here.
         failed = [r for r in state.results if r.outcome == "failed" and r.attempts < 2

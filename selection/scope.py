@@ -138,6 +138,8 @@ class Scope:
     count_out = count_in
 
     def run(self, state: SelectionState) -> SelectionState:
+        """Called once per ChangeSet, first: keeps the candidates in the areas the changed paths
+        touch (path rules, backend profile); an unknown path widens (fail soft)."""
         touched: dict[str, list[str]] = {}
         notes: list[str] = []
         machinery: list[str] = []

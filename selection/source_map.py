@@ -4,11 +4,14 @@ Built once per upstream version from a *root* that is either a PyTorch source tr
 installed wheel (its ``site-packages``), and cached as JSON like the test → op index:
 
 * ``native_functions.yaml`` (``aten/src/ATen/native/`` in a tree; ``torchgen/packaged/ATen/native/``
-  in a wheel): each ``- func: name.overload(...)`` with the kernels of its ``dispatch:`` block
-  (``CPU: softmax_cpu_out`` → ``aten::_softmax``), the implicit kernel name of an entry without
-  one (``add_out`` for structured ``add.out``), and ``structured_delegate`` (``_softmax`` shares
-  ``_softmax.out``'s kernels).  Parsed line by line (the file's layout is regular; a YAML load
-  takes seconds).
+  in a wheel), read by PyTorch's own parser (``torchgen.model.NativeFunction.from_yaml``, the
+  code generator's, shipped inside the torch wheel; tags checked against the ``tags.yaml`` beside
+  the file, else the installed torchgen's): each function with the kernels of every dispatch key
+  (``CPU: softmax_cpu_out`` → ``aten::_softmax``; ufunc kernels such as ``ufunc_add_CPU``), the
+  implicit kernel name of a structured entry without a ``dispatch:`` block (``add_out`` for
+  ``add.out``), and ``structured_delegate`` (``_softmax`` shares ``_softmax.out``'s kernels).
+  About 1 s for the whole file (the regex reader it replaced: 0.1 s, and it missed the ufunc
+  kernels); ``SourceMap.build`` caches the result per version.
 * Python op-stack modules (``torch/_refs``, ``torch/_decomp``, ``torch/_meta_registrations.py``):
   by AST, a top-level function's ``@register_decomposition(aten.X)`` / ``@register_meta([aten.X.default,
   aten.Y])`` decorators name its ops exactly (overloads dropped).
@@ -47,49 +50,59 @@ CALL_ROOTS = {"torch", "_VF", "_nn", "input", "self", "a", "tensor", "_C"}
 METADATA = {"aten::dim", "aten::size", "aten::stride", "aten::numel", "aten::is_contiguous",
             "aten::item", "aten::to", "aten::type_as", "aten::is_complex", "aten::is_floating_point"}
 
-FUNC = re.compile(r"^- func: (?P<name>[A-Za-z0-9_]+)(?:\.(?P<overload>[A-Za-z0-9_]+))?\(")
-DELEGATE = re.compile(r"^  structured_delegate: (?P<name>[A-Za-z0-9_]+)")
-STRUCTURED = re.compile(r"^  structured: True")
-DISPATCH_LINE = re.compile(r"^    [A-Za-z0-9_, ]+: (?P<kernel>[A-Za-z0-9_:]+)\s*$")
 KERNEL_DEF = re.compile(r"TORCH_IMPL_FUNC\((?P<impl>\w+)\)|TORCH_META_FUNC2?\((?P<meta>\w+)"
                         r"|^(?:static\s+|inline\s+)*(?:at::)?(?:Tensor|std::tuple<[^>]*>|void)\s*&?"
                         r"\s+(?P<fn>\w+)\s*\(", re.M)
 
 
-def parse_native_functions(text: str) -> dict[str, list[str]]:
+def parse_native_functions(text: str, tags_yaml: Path | None = None, *,
+                           path: str = "native_functions.yaml") -> dict[str, list[str]]:
     """Kernel name → aten ops (sorted) from the text of ``native_functions.yaml``.
 
-    Each op also counts as its own kernel name (``softmax`` → ``aten::softmax``) so a
-    composite op's default kernel (named like the op) is found too.
+    Each entry is parsed by ``torchgen.model.NativeFunction.from_yaml`` with the tags of
+    ``tags_yaml`` (default: the installed torchgen's packaged ``tags.yaml``).  Each op also counts
+    as its own kernel name (``softmax`` → ``aten::softmax``) so a composite op's default kernel
+    (named like the op) is found too.  An entry torchgen rejects (a file from a newer PyTorch
+    than the installed torchgen) is skipped, and the count is logged as a warning; ``path``
+    names the file in that warning.  Raises ``ValueError`` when the text is not YAML (callers
+    such as ``selection.pipeline.load_source_map`` then fail soft).
     """
+    import torchgen  # ships inside the torch wheel; imported here: ~0.3 s, needed once per version
+    import yaml
+    from torchgen.gen import LineLoader, parse_tags_yaml
+    from torchgen.model import Location, NativeFunction
+
+    if tags_yaml is None:
+        tags_yaml = Path(torchgen.__file__).parent / "packaged/ATen/native/tags.yaml"
+    valid_tags = parse_tags_yaml(str(tags_yaml))
     kernels: dict[str, set[str]] = {}
     delegates: dict[str, str] = {}
-    current: str | None = None
-    overload = ""
-    has_dispatch = structured = False
-
-    def close() -> None:
-        if current and structured and not has_dispatch:
-            kernels.setdefault(f"{current}_{overload}" if overload else current, set()).add(f"aten::{current}")
-
-    for line in text.splitlines():
-        m = FUNC.match(line)
-        if m:
-            close()
-            current, overload = m.group("name"), m.group("overload") or ""
-            has_dispatch = structured = False
-            kernels.setdefault(current, set()).add(f"aten::{current}")
+    rejected = 0
+    try:
+        entries = yaml.load(text, Loader=LineLoader) or []
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not YAML: {exc}") from exc
+    for entry in entries:
+        try:
+            fn, backends = NativeFunction.from_yaml(entry, Location(path, entry["__line__"]), valid_tags)
+        except Exception:  # noqa: BLE001 — torchgen asserts; one odd entry must not lose the file
+            rejected += 1
             continue
-        if current is None:
-            continue
-        if (d := DELEGATE.match(line)):
-            delegates[current] = d.group("name")
-        elif STRUCTURED.match(line):
-            structured = True
-        elif (k := DISPATCH_LINE.match(line)):
-            has_dispatch = True
-            kernels.setdefault(k.group("kernel").split("::")[-1], set()).add(f"aten::{current}")
-    close()
+        name = str(fn.func.name.name)
+        op = f"aten::{name}"
+        kernels.setdefault(name, set()).add(op)
+        if fn.structured_delegate is not None:
+            delegates[name] = str(fn.structured_delegate.name)
+        if "dispatch" in entry or "ufunc_inner_loop" in entry:  # not the implicit composite kernel
+            for by_op in backends.values():
+                for meta in by_op.values():
+                    kernels.setdefault(meta.kernel, set()).add(op)
+        if fn.structured and "dispatch" not in entry:  # implicit kernel: ``add.out`` → ``add_out``
+            overload = fn.func.name.overload_name
+            kernels.setdefault(f"{name}_{overload}" if overload else name, set()).add(op)
+    if rejected:
+        log.warning("source map: torchgen rejected %d entries of %s (newer than the installed torch?)",
+                    rejected, path)
     # ``_softmax`` delegates to ``_softmax.out``: the out kernels implement the functional op too.
     for op, target in delegates.items():
         for ops in kernels.values():
@@ -204,7 +217,7 @@ class SourceMap:
         return {o for k, ops in self.kernels.items() if key in k.lower() for o in ops}
 
     @classmethod
-    def from_root(cls, root: Path) -> "SourceMap":
+    def from_root(cls, root: Path) -> SourceMap:
         """Read a source tree or an installed wheel at ``root`` (see the module docstring).
 
         Raises ``FileNotFoundError`` if ``root`` holds no ``native_functions.yaml``.
@@ -212,7 +225,9 @@ class SourceMap:
         yaml_path = next((root / p for p in YAML_PATHS if (root / p).is_file()), None)
         if yaml_path is None:
             raise FileNotFoundError(f"{root}: no native_functions.yaml (looked in {', '.join(YAML_PATHS)})")
-        sm = cls(kernels=parse_native_functions(yaml_path.read_text(encoding="utf-8")))
+        tags = yaml_path.parent / "tags.yaml"
+        sm = cls(kernels=parse_native_functions(yaml_path.read_text(encoding="utf-8"),
+                                                tags if tags.is_file() else None, path=str(yaml_path)))
         known = sm.ops
         for prefix in DECORATED_PY + CALLING_PY:
             base = root / prefix
@@ -236,7 +251,7 @@ class SourceMap:
         return sm
 
     @classmethod
-    def build(cls, root: Path, *, version: str, cache_dir: Path | None) -> "SourceMap":
+    def build(cls, root: Path, *, version: str, cache_dir: Path | None) -> SourceMap:
         """``from_root`` once per (version, root), cached as ``source_map-<version>-<hash>.json``."""
         path = None
         if cache_dir is not None:

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from selection.models import ChangeSet, Mode, StageStats
+from selection.models import ChangeSet, StageStats
 from test_specs.items import SpecItem
+from test_specs.modes import Mode
 from test_specs.results import TestResult
 
 #: Runs the given item ids on the backend and returns one result per id (same order).
@@ -29,7 +30,7 @@ class Candidate:
     score: float = 0.0
     reasons: tuple[str, ...] = ()
 
-    def with_reason(self, reason: str, *, score: float | None = None) -> "Candidate":
+    def with_reason(self, reason: str, *, score: float | None = None) -> Candidate:
         """A copy with ``reason`` appended and the score raised to ``score`` if higher."""
         new_score = self.score if score is None else max(self.score, score)
         return replace(self, reasons=self.reasons + (reason,), score=new_score)

@@ -16,7 +16,8 @@ of the op itself, with the op's CPU arguments. Adapters only use ops Spyre has.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

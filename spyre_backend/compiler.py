@@ -25,8 +25,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx as fx

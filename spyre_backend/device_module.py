@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from . import memory
+from .cards import check_index, device_count
 from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
@@ -70,29 +71,6 @@ _generator = torch.Generator(device="cpu")
 _generator.manual_seed(0)
 
 
-def check_index(device: Any) -> int:
-    """The card index of ``device`` (``None``, an int, a ``torch.device`` or ``"spyre[:N]"``).
-
-    Raises:
-        RuntimeError: the index is not one of ``range(device_count())`` (only 0 exists), e.g.
-            ``torch.ones(2, device="spyre:5")`` — instead of torch's storage-device mismatch.
-        ValueError: ``device`` is not a spyre device.
-    """
-    if device is None:
-        return 0
-    if isinstance(device, int):
-        idx = device
-    else:
-        d = torch.device(device)
-        if d.type != "spyre":
-            raise ValueError(f"spyre: expected a spyre device, got {d}")
-        idx = 0 if d.index is None else d.index
-    if not 0 <= idx < device_count():
-        raise RuntimeError(f"spyre: invalid device index {idx}: the simulated Spyre has device_count() == "
-                           f"{device_count()} (use device 'spyre' or 'spyre:0')")
-    return idx
-
-
 class device:  # noqa: N801 - mirrors torch.cuda.device
     """Context manager selecting a card (only index 0 exists); used by ``torch.load``."""
 
@@ -118,11 +96,6 @@ def is_initialized() -> bool:
 
 def _is_in_bad_fork() -> bool:
     return False
-
-
-def device_count() -> int:
-    """Number of Spyre cards: 1."""
-    return 1
 
 
 def current_device() -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, faults, numerics, support, tensors
+from . import adapters, device_module, faults, numerics, support, tensors
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 
 __all__ = ["spyre_fallback", "DEVICE_TYPE"]
@@ -131,7 +131,8 @@ def _has_fp32_device_tensor(args: tuple, kwargs: dict) -> bool:
             if x.dtype is torch.float32 and x.device.type == DEVICE_TYPE:
                 return True
         elif isinstance(x, (list, tuple)):
-            if any(isinstance(e, torch.Tensor) and e.dtype is torch.float32 and e.device.type == DEVICE_TYPE for e in x):
+            if any(isinstance(e, torch.Tensor) and e.dtype is torch.float32 and e.device.type == DEVICE_TYPE
+                   for e in x):
                 return True
     return False
 
@@ -141,7 +142,8 @@ def _unsupported(info: _OpInfo) -> SpyreUnsupportedOpError:
         why = f"{info.name} is not in the Spyre op support table"
     else:
         why = f"{info.row.name} {info.row.reason}"
-    return SpyreUnsupportedOpError(f"spyre: {info.full} is not supported on Spyre: {why}", aten_op=info.full, reason=why)
+    return SpyreUnsupportedOpError(f"spyre: {info.full} is not supported on Spyre: {why}", aten_op=info.full,
+                                   reason=why)
 
 
 def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
@@ -182,8 +184,6 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     if downcast is not None and ckwargs.get("dtype") is torch.float32:
         ckwargs["dtype"] = torch.float16
     if row.category == "random" and ckwargs.get("generator") is None:
-        from . import device_module
-
         ckwargs["generator"] = device_module.generator()
 
     if info.outs:
@@ -257,7 +257,7 @@ def _wrap_results(info, op, result, args, kwargs, out_device, upcast, fault):
     results = [result] if single else list(result) if isinstance(result, (tuple, list)) else [result]
     cpu_outputs: list[torch.Tensor] = []
     wrapped = []
-    for (kind, alias), value in zip(info.returns, results):
+    for (kind, alias), value in zip(info.returns, results, strict=False):
         if kind == "write":
             orig = _arg_for_alias(info, alias, args, kwargs)
             if fault is not None and _is_dev(orig):
@@ -273,7 +273,7 @@ def _wrap_results(info, op, result, args, kwargs, out_device, upcast, fault):
     if fault is not None:
         faults.after_op(fault, cpu_outputs)
     final = []
-    for (kind, _), value in zip(info.returns, wrapped):
+    for (kind, _), value in zip(info.returns, wrapped, strict=False):
         if kind == "fresh":
             value = _fresh_to_device(info, value, out_device, upcast)
         final.append(value)

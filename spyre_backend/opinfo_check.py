@@ -33,8 +33,9 @@ import time
 import warnings
 from pathlib import Path
 
-import spyre_backend  # noqa: F401  (must precede torch.testing._internal imports)
 import torch
+
+import spyre_backend  # noqa: F401  (must precede torch.testing._internal imports)
 
 from . import opinfo_results
 from .opinfo_compare import TOLERANCES, check_grad, check_op, subject_name
@@ -117,7 +118,8 @@ def _run_shard(pairs: list[tuple[str, str]], log: Path, grad: bool, results: dic
     remaining = list(pairs)
     while remaining:
         cmd = [sys.executable, "-m", "spyre_backend.opinfo_check", "--worker", str(log)] + (["--grad"] if grad else [])
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
         proc.stdin.write(json.dumps(remaining))
         proc.stdin.close()
         last_size, last_change = -1, time.monotonic()
@@ -190,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             "torch": torch.__version__,
             "precision": os.environ.get("SPYRE_SIM_PRECISION", "fp16"),
             "comparison": "gradients" if ns.grad else "outputs",
-            "generated_by": "python -m spyre_backend.opinfo_check " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "generated_by": "python -m spyre_backend.opinfo_check "
+                            + " ".join(argv if argv is not None else sys.argv[1:]),
             "elapsed_s": round(time.monotonic() - start, 1),
         }
         if ns.update and Path(ns.out).exists():

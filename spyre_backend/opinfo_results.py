@@ -31,10 +31,11 @@ Result fields (absent/null when not applicable):
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["STATUSES", "Outcome", "load", "load_file", "dump", "summary"]
 

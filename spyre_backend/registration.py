@@ -26,7 +26,7 @@ import functools
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-from . import device_module, fallback, memory
+from . import cards, device_module, fallback, memory
 
 __all__ = ["register", "DEVICE_TYPE"]
 
@@ -65,7 +65,7 @@ def _patch_untyped_storage() -> None:
     def __new__(cls, *args, device=None, **kwargs):  # noqa: N807 - mirrors the patched name
         if device is not None and torch.device(device).type == DEVICE_TYPE:
             if len(args) == 1 and isinstance(args[0], int) and not kwargs:
-                index = device_module.check_index(device)  # RuntimeError for spyre:1 and up
+                index = cards.check_index(device)  # RuntimeError for spyre:1 and up
                 return memory.allocate_storage(args[0], torch.device(DEVICE_TYPE, index))
             raise NotImplementedError("spyre: torch.UntypedStorage(..., device='spyre') only takes a byte count")
         if device is None:

@@ -24,9 +24,12 @@ import contextlib
 import itertools
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
+
+from .cards import check_index
 
 __all__ = ["Stream", "Event", "stream", "set_stream", "current_stream", "default_stream"]
 
@@ -34,8 +37,6 @@ _ids = itertools.count(1)
 
 
 def _device(device: Any) -> torch.device:
-    from .device_module import check_index
-
     return torch.device("spyre", check_index(device))
 
 
@@ -66,17 +67,17 @@ class Stream:
         """True when all work on this stream has finished (always: see the module docstring)."""
         return True
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         """Record ``event`` (or a new one) on this stream and return it."""
         event = event or Event()
         event.record(self)
         return event
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         """Order later work on this stream after ``event`` (already satisfied when issued;
         waiting on a never-recorded event is a no-op, as in CUDA)."""
 
-    def wait_stream(self, stream: "Stream") -> None:
+    def wait_stream(self, stream: Stream) -> None:
         """Order later work on this stream after all work issued so far on ``stream``."""
         self.wait_event(stream.record_event())
 
@@ -112,7 +113,7 @@ class Event:
         """Make ``stream`` (default: current) wait for this event."""
         (stream if stream is not None else current_stream()).wait_event(self)
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds from this event's ``record`` to ``end_event``'s (may be 0.0, never < 0
         for events recorded in that order).
 

@@ -18,8 +18,9 @@ Dtype rule (documented here because every caller relies on it):
 * Each op entry lists its dtypes by name or group (``float``, ``index``); the check applies to
   every device tensor the op receives and to the dtype of device tensors it creates.
 
-Categories: ``data`` ops move, allocate, view or select bytes (amax, maximum, ...) and always run in the input dtype; ``compute``
-ops are subject to the fp32→fp16 policy; ``random`` ops draw from the Spyre generator.
+Categories: ``data`` ops move, allocate, view or select bytes (amax, maximum, ...) and always run
+in the input dtype; ``compute`` ops are subject to the fp32→fp16 policy; ``random`` ops draw from
+the Spyre generator.
 """
 
 from __future__ import annotations

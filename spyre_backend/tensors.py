@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import device_module, memory
+from . import cards, memory
 
 __all__ = ["contiguous_strides", "storage_nbytes", "empty_device", "device_view", "rebind", "cpu_alias", "to_device"]
 
@@ -35,7 +35,7 @@ def storage_nbytes(size: Sequence[int], stride: Sequence[int], dtype: torch.dtyp
     """Bytes a storage needs to hold a tensor of ``size``/``stride`` (elements) at ``offset``."""
     if any(int(s) == 0 for s in size):
         return 0
-    span = 1 + sum((int(s) - 1) * int(st) for s, st in zip(size, stride))
+    span = 1 + sum((int(s) - 1) * int(st) for s, st in zip(size, stride, strict=True))
     return (int(offset) + span) * dtype.itemsize
 
 
@@ -58,7 +58,7 @@ def empty_device(
         RuntimeError: ``device`` has an index other than 0 ("invalid device index").
     """
     if device.index != 0:  # None → spyre:0; 1 and up raise
-        device = torch.device(device.type, device_module.check_index(device))
+        device = torch.device(device.type, cards.check_index(device))
     size = [int(s) for s in size]
     stride = contiguous_strides(size) if stride is None else [int(s) for s in stride]
     storage = memory.allocate_storage(storage_nbytes(size, stride, dtype), device)
@@ -99,7 +99,7 @@ def to_device(cpu: torch.Tensor, device: torch.device) -> torch.Tensor:
 def _is_non_overlapping_and_dense(t: torch.Tensor) -> bool:
     if t.is_contiguous():
         return True
-    pairs = sorted((st, s) for s, st in zip(t.size(), t.stride()) if s != 1)
+    pairs = sorted((st, s) for s, st in zip(t.size(), t.stride(), strict=True) if s != 1)
     expected = 1
     for st, s in pairs:
         if st != expected:

@@ -2,22 +2,30 @@
 
 Public API (import from the submodules; this package imports nothing heavy):
 
-- ``test_specs.loader``: ``load_spec(path) -> Spec``, ``check_specs(paths, strict=False) ->
-  list[SpecError]`` (``SpecError.format()`` = ``file:line:col: message``).
+- ``test_specs.loader``: ``load_spec(path) -> Spec``; ``test_specs.check``:
+  ``check_specs(paths, strict=False) -> list[SpecError]`` (``SpecError.format()`` =
+  ``file:line:col: message``).
 - ``test_specs.expand``: ``expand(spec_paths=None, *, upstream=None) -> list[SpecItem]``,
   ``spec_paths_default()``.
 - ``test_specs.runner``: ``run_items(item_ids, spec_paths, *, workdir, device="spyre", reruns=2,
-  timeout_s=120, env=None, on_result=None, shards=1, upstream=None) -> list[TestResult]``,
-  ``shard_split(item_ids, shards)``.
+  timeout_s=120, env=None, on_result=None, shards=1, upstream=None, python=None) ->
+  list[TestResult]``, ``shard_split(item_ids, shards)``.
 - ``test_specs.plugin``: the pytest plugin (``-p test_specs.plugin``; not auto-registered).
 - ``test_specs.upstream``: source-tree mode (upstream test files via common_device_type).
-- ``test_specs.templates`` (registry, ``TestCommon::test_compare_cpu``), ``op_templates``
-  (noncontiguous, out=, out= warning, variant consistency, NumPy ref), ``module_templates``
+- ``test_specs.templates`` (the registry: ``TEMPLATES``, ``register``), ``template_kit`` (what a
+  template is, sample cap, comparison helpers), ``op_templates`` (compare with CPU,
+  noncontiguous, out=, out= warning, variant consistency, NumPy ref), ``module_templates``
   (module forward/backward vs CPU, noncontiguous, device transfer).
 - ``python -m test_specs.sweep``: run every item, store counts per outcome;
   ``python -m test_specs.generate``: regenerate ``opinfo_all.yaml``/``modules.yaml`` from a sweep.
 
-Module map: ``schema`` (pydantic models) ← ``yamlmarks`` (marks, duplicate keys) ← ``loader``
-← ``expand`` (precedence rules) ← ``plugin`` / ``upstream`` (pytest items) ← ``runner``
-(subprocess shards, results) ← ``sweep``; ``generate`` writes specs from a sweep.
+Module map (each imports only modules listed before it; nothing here imports ``selection`` or
+``relay``): ``modes``, ``items``, ``results`` (value objects) ← ``schema`` (pydantic models) ←
+``yamlmarks`` (marks, duplicate keys) ← ``loader`` ← ``precedence`` (the spec's precedence
+rules), ``opinfo_skips`` (upstream's own skips) ← ``template_kit`` ← ``op_templates`` /
+``module_templates`` ← ``templates`` (registry) ← ``marks``, ``records`` (results from
+pytest-reportlog) ← ``containment`` (crash notes, hang watchdog under xdist) ← ``upstream``
+(source-tree pytest items) ← ``expand`` ← ``check`` / ``plugin`` (spec pytest items) ←
+``runner`` (pytest with xdist workers, live results) ← ``sweep``; ``generate`` writes specs from
+a sweep.
 """

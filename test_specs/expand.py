@@ -34,29 +34,22 @@ Precedence rules (torch-spyre ``tests/oot_framework``, RFC 1287; design §6):
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from selection.models import Mode
-from test_specs.items import SpecItem, Tolerance, make_item_id
+from test_specs.items import SpecItem, make_item_id
 from test_specs.loader import Spec, SpecError, load_spec
+from test_specs.modes import Mode
 from test_specs.opinfo_skips import upstream_mark
-from test_specs.schema import Precision, SupportedOp, TestEntry
-from test_specs.templates import TEMPLATES, Template, load_extra_templates, op_subject
+from test_specs.precedence import dtype_names, effective_dtypes, effective_mode, effective_tolerance
+from test_specs.schema import SupportedOp, TestEntry
+from test_specs.template_kit import Template, op_subject
+from test_specs.templates import TEMPLATES, load_extra_templates
+from test_specs.upstream import collect_items
 
-#: Per-dtype default tolerances (assert_close ``atol``/``rtol``).  Spyre computes in fp16
-#: (fp32 tensors are downcast, design §7), so float32 gets the float16 budget: fp16 eps is
-#: 2**-10 ≈ 9.8e-4 and device/CPU accumulation orders differ, so ~10 ulp (1e-2) relative
-#: and 1e-2 absolute (values near 0).  bfloat16 eps is 2**-7 ≈ 7.8e-3, so ~6 ulp: 5e-2.
-DEFAULT_TOLERANCE: dict[str, Tolerance] = {
-    "float16": Tolerance(atol=1e-2, rtol=1e-2),
-    "float32": Tolerance(atol=1e-2, rtol=1e-2),
-    "bfloat16": Tolerance(atol=5e-2, rtol=5e-2),
-    "float64": Tolerance(atol=1e-7, rtol=1e-7),
-}
-_EXACT = Tolerance(atol=0.0, rtol=0.0)  # integer and bool dtypes compare exactly
 #: ``issue`` of an item whose mode comes from its OpInfo's own decorators (``opinfo_skips``).
 UPSTREAM_ISSUE = "upstream OpInfo DecorateInfo (torch.testing._internal op_db)"
 
@@ -81,37 +74,6 @@ def op_db() -> tuple[Any, ...]:
     from torch.testing._internal.common_methods_invocations import op_db as db
 
     return tuple(db)
-
-
-def dtype_names(dtypes: Iterable[Any]) -> set[str]:
-    return {str(d).removeprefix("torch.") for d in dtypes}
-
-
-def effective_dtypes(*, global_dtypes: set[str], op_dtypes: set[str], allowed: set[str] | None,
-                     op_restrict: set[str] | None, include: set[str], exclude: set[str]) -> list[str]:
-    """The dtype precedence of the module docstring; returns sorted names."""
-    out = set(op_dtypes)
-    if global_dtypes:
-        out &= global_dtypes
-    if allowed is not None:
-        out &= allowed
-    if op_restrict:
-        out &= op_restrict
-    out |= include & op_dtypes
-    return sorted(out - exclude)
-
-
-def effective_mode(base: Mode, force_xfail: bool) -> Mode:
-    """``force_xfail`` turns only ``mandatory_success`` into ``xfail`` (torch-spyre rule)."""
-    return "xfail" if force_xfail and base == "mandatory_success" else base
-
-
-def effective_tolerance(dtype: str, *precisions: Precision | None) -> Tolerance:
-    """Most specific first; each unset field falls through to the next, then to the default."""
-    base = DEFAULT_TOLERANCE.get(dtype, _EXACT)
-    atol = next((p.atol for p in precisions if p is not None and p.atol is not None), base.atol)
-    rtol = next((p.rtol for p in precisions if p is not None and p.rtol is not None), base.rtol)
-    return Tolerance(atol=atol, rtol=rtol)
 
 
 def _matches(spec_name: Any, subject: Any) -> bool:
@@ -184,11 +146,13 @@ def _select(ctx: _Ctx, fi: int, ti: int, test: TestEntry, source: str) -> list[A
         for ni, n in enumerate(getattr(edits, kind)):
             hits = _resolve(source, n)
             if not hits:
-                ctx.errors.append(ctx.spec.error(loc + (kind, ni, "name"), f"unknown {key[:-1]} {n.name!r}: not {what}"))
+                ctx.errors.append(ctx.spec.error(loc + (kind, ni, "name"),
+                                                 f"unknown {key[:-1]} {n.name!r}: not {what}"))
             picked[kind].update(hits)
     if other.include or other.exclude:
         okey = "modules" if key == "ops" else "ops"
-        ctx.errors.append(ctx.spec.error(("files", fi, "tests", ti, "edits", okey), f"edits.{okey} has no effect in a source: {source} entry"))
+        ctx.errors.append(ctx.spec.error(("files", fi, "tests", ti, "edits", okey),
+                                         f"edits.{okey} has no effect in a source: {source} entry"))
     gl = g.supported_modules if key == "modules" else g.supported_ops
     if edits.include:
         chosen = sorted(picked["include"])
@@ -223,7 +187,8 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects:
         for dtype in dtypes:
             gd = g.dtype(dtype)
             base: Mode = test.mode if test is not None else fentry.unlisted_test_mode
-            reason = test.reason if test is not None else (fentry.reason or f"not listed in the spec (unlisted_test_mode: {base})")
+            reason = test.reason if test is not None else \
+                (fentry.reason or f"not listed in the spec (unlisted_test_mode: {base})")
             issue = test.issue if test is not None else fentry.issue
             up = None if is_mod or base != "mandatory_success" or (test is not None and not test.upstream_skips) \
                 else upstream_mark(x, template.upstream, dtype)
@@ -245,9 +210,11 @@ def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects:
             item_id = make_item_id(spec.suite, template.name, subject, dtype)
             if item_id in ctx.items:
                 loc = ("files", fi, "tests", ti, "names") if ti is not None else ("files", fi)
-                ctx.errors.append(spec.error(loc, f"{template.name} for {subject!r} is already produced by an earlier test entry"))
+                ctx.errors.append(spec.error(
+                    loc, f"{template.name} for {subject!r} is already produced by an earlier test entry"))
                 continue
-            tags = list(dict.fromkeys((test.tags if test else []) + [t for n in named if _matches(n, x) for t in getattr(n, "tags", [])]))
+            named_tags = [t for n in named if _matches(n, x) for t in getattr(n, "tags", [])]
+            tags = list(dict.fromkeys((test.tags if test else []) + named_tags))
             ctx.items[item_id] = SpecItem(
                 id=item_id, suite=spec.suite, template=template.name, upstream=template.upstream,
                 op=None if is_mod else x.name, variant=None if is_mod else (x.variant_test_name or None),
@@ -273,7 +240,8 @@ def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
                 tpl = TEMPLATES.get(name)
                 if tpl is None or tpl.kind != kind:
                     known = sorted(n for n, x in TEMPLATES.items() if x.kind == kind)
-                    ctx.errors.append(spec.error(("files", fi, "tests", ti, "names", ni), f"unknown {kind} template {name!r}; known: {known}"))
+                    ctx.errors.append(spec.error(("files", fi, "tests", ti, "names", ni),
+                                                 f"unknown {kind} template {name!r}; known: {known}"))
                     continue
                 listed.add(name)
                 _add_items(ctx, fi, ti, tpl, subjects, t)
@@ -309,8 +277,6 @@ def expand(spec_paths: Iterable[str | Path] | None = None, *, upstream: str | Pa
     items: dict[str, SpecItem] = {}
     extra: list[SpecItem] = []
     if upstream is not None:
-        from test_specs.upstream import collect_items
-
         extra = collect_items(paths, Path(upstream))
     for it in [x for p in paths for x in expand_spec(load_spec(p))] + extra:
         if it.id in items:

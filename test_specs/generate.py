@@ -62,10 +62,12 @@ def cause(outcome: str, message: str | None, template: str) -> tuple[str, str, s
                 "'was resized' warning (measured)", "spyre-sim measured: out= resize warning")
     if "differs" in msg:
         return ("xfail", "device result differs from the reference beyond the tolerance: Spyre computes in "
-                "float16 (design §7); per-item max abs/rel error in the sweep results", f"spyre-sim numerics: {template}")
+                "float16 (design §7); per-item max abs/rel error in the sweep results",
+                f"spyre-sim numerics: {template}")
     m = _RAISED.search(msg)
     kind = m.group(1) if m else "failure"
-    return "xfail", f"fails on Spyre in the measured sweep ({kind}); first seen: {msg[:160]}", f"spyre-sim measured: {kind}"
+    return ("xfail", f"fails on Spyre in the measured sweep ({kind}); first seen: {msg[:160]}",
+            f"spyre-sim measured: {kind}")
 
 
 def build(results: list[dict[str, Any]], suite: str, *, modules: bool, max_samples: int,

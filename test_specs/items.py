@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from selection.models import Mode
+from test_specs.modes import Mode
 
 
 class Tolerance(BaseModel):

@@ -1,27 +1,24 @@
-"""Load and check spec files, reporting every error at once as ``file:line:col: message``.
+"""Load spec files, reporting every error of a file at once as ``file:line:col: message``.
 
 - ``load_spec(path) -> Spec`` parses one file; raises ``SpecLoadError`` (carrying all of that
   file's ``SpecError``s) on a YAML error, duplicate key, or schema violation.
-- ``check_specs(paths, strict=False) -> list[SpecError]`` checks many files and never raises for
-  bad content: YAML syntax, duplicate keys, unknown keys, bad values (schema), then semantic
-  errors of ``source: op_db`` entries (unknown template, unknown op, an op/template pair listed
-  twice; see ``expand.semantic_errors``).  ``strict=True`` also reports every ``skip``/``xfail``
-  (test mode, ``unlisted_test_mode``, ``force_xfail``) that lacks a ``reason`` or an ``issue``.
+- ``parse_spec(path) -> (Spec | None, [SpecError])`` is the same without raising (for
+  ``test_specs.check``, which checks many files and adds semantic and strict-mode errors).
 
-Errors are sorted by (file, line, col).  The layout copies Zuul's ``LoadingErrors`` and Tavern's
-``BadSchemaError``: collect, do not stop at the first.
+The layout copies Zuul's ``LoadingErrors`` and Tavern's ``BadSchemaError``: collect, do not stop
+at the first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
 from test_specs.schema import SpecDocument, SuiteConfig
-from test_specs.yamlmarks import Mark, Pos, locate, load_yaml
+from test_specs.yamlmarks import Mark, Pos, load_yaml, locate
 
 
 @dataclass(frozen=True, order=True)
@@ -58,6 +55,7 @@ class Spec:
 
     @property
     def suite(self) -> str:
+        """The file stem: the first part of every item id of this spec."""
         return self.path.stem
 
     def pos(self, *loc: Any) -> Pos:
@@ -65,6 +63,7 @@ class Spec:
         return locate(self.marks, ("test_suite_config",) + loc)
 
     def error(self, loc: tuple[Any, ...], message: str) -> SpecError:
+        """A ``SpecError`` at the node ``loc`` (path under ``test_suite_config``) of this file."""
         p = self.pos(*loc)
         return SpecError(str(self.path), p.line, p.col, message)
 
@@ -98,7 +97,8 @@ def _alias_count(text: str) -> int:
         return 0
 
 
-def _parse(path: Path) -> tuple[Spec | None, list[SpecError]]:
+def parse_spec(path: Path) -> tuple[Spec | None, list[SpecError]]:
+    """``(spec, errors)`` of one file: ``spec`` is ``None`` when it does not load; never raises."""
     fname = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -132,60 +132,7 @@ def _parse(path: Path) -> tuple[Spec | None, list[SpecError]]:
 
 def load_spec(path: str | Path) -> Spec:
     """Load one spec file; raises ``SpecLoadError`` if it has any syntax or schema error."""
-    spec, errors = _parse(Path(path))
+    spec, errors = parse_spec(Path(path))
     if errors or spec is None:
         raise SpecLoadError(sorted(errors))
     return spec
-
-
-def _has_unlisted(f: Any) -> bool:
-    """Whether a ``source`` entry leaves a built-in template unlisted (so unlisted items exist)."""
-    from test_specs.templates import TEMPLATES
-
-    listed = {n for t in f.tests for n in t.names}
-    return any(t.builtin and n not in listed for n, t in TEMPLATES.items())
-
-
-def strict_errors(spec: Spec) -> list[SpecError]:
-    """Every skip/xfail in ``spec`` lacking ``reason`` or ``issue`` (our superset's rule)."""
-    out: list[SpecError] = []
-
-    def need(loc: tuple[Any, ...], what: str, reason: str | None, issue: str | None) -> None:
-        missing = [k for k, v in (("reason", reason), ("issue", issue)) if not v]
-        if missing:
-            out.append(spec.error(loc, f"{what} needs {' and '.join(missing)} (strict mode)"))
-
-    cfg = spec.config
-    for fi, f in enumerate(cfg.files):
-        if f.unlisted_test_mode != "mandatory_success" and f.source is not None and _has_unlisted(f):
-            need(("files", fi, "unlisted_test_mode"), f"unlisted_test_mode {f.unlisted_test_mode}", f.reason, f.issue)
-        for ti, t in enumerate(f.tests):
-            if t.mode != "mandatory_success":
-                need(("files", fi, "tests", ti, "mode"), f"mode {t.mode}", t.reason, t.issue)
-    for oi, o in enumerate(cfg.global_.supported_ops or []):
-        if o.force_xfail:
-            need(("global", "supported_ops", oi, "force_xfail"), f"force_xfail on op {o.name!r}", o.reason, o.issue)
-    for di, d in enumerate(cfg.global_.supported_dtypes):
-        if d.force_xfail:
-            need(("global", "supported_dtypes", di, "force_xfail"), f"force_xfail on dtype {d.name!r}", d.reason, d.issue)
-    return out
-
-
-def check_specs(paths: Iterable[str | Path], strict: bool = False) -> list[SpecError]:
-    """Check every file in ``paths`` (directories are searched for ``*.yaml``); all errors, sorted."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        files.extend(sorted(p.rglob("*.yaml")) if p.is_dir() else [p])
-    errors: list[SpecError] = []
-    for f in files:
-        spec, errs = _parse(f)
-        errors.extend(errs)
-        if spec is None or errs:
-            continue
-        if any(fe.source is not None for fe in spec.config.files):
-            from test_specs.expand import semantic_errors  # imports op_db: only when needed
-
-            errors.extend(semantic_errors(spec))
-        if strict:
-            errors.extend(strict_errors(spec))
-    return sorted(set(errors))

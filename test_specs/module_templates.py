@@ -1,10 +1,11 @@
 """ModuleInfo templates: module forward and backward vs CPU, noncontiguous inputs.
 
-Registered with ``builtin=False``, like ``op_templates``: a spec runs them where it lists them.
+``MODULE_TEMPLATES`` lists them for the registry (``test_specs.templates``), all with
+``builtin=False``, like most of ``op_templates``: a spec runs them where it lists them.
 
 Each function has the template signature ``fn(module_info, dtype, device, tol) -> None`` with a
 ``ModuleInfo`` from ``torch.testing._internal.common_modules.module_db`` and mirrors one upstream
-test of ``test/test_modules.py`` (named in its ``register`` call):
+test of ``test/test_modules.py`` (named in its ``Template``):
 
 - ``TestModule::test_forward``: for each ``ModuleInput`` (up to the sample cap) the module is
   built on the CPU (seeded, cast to ``dtype``, eval mode), deep-copied to the device, and the
@@ -23,7 +24,7 @@ Modules run in eval mode (``training=False``): training-mode dropout draws rando
 which the device cannot (design §7); upstream parametrizes both modes.  When the CPU itself has
 no kernel for ``dtype`` (float16/bfloat16 on some CPU ops) the reference is computed in float32
 and cast to ``dtype``.  ModuleInputs without a forward input are ignored (as upstream).
-Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``templates``).
+Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``template_kit``).
 """
 
 from __future__ import annotations
@@ -35,8 +36,16 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
 from test_specs.items import Tolerance
-from test_specs.templates import (
-    FLOATING, Template, seed_cpu, TemplateSkip, capped, check_close, device_call, register,
+from test_specs.template_kit import (
+    FLOATING,
+    Template,
+    TemplateFailure,
+    TemplateSkip,
+    capped,
+    check_close,
+    device_call,
+    seed_cpu,
+    to_device_keeping_strides,
 )
 
 
@@ -88,7 +97,8 @@ def _reference(mi: Any, module_input: Any, fwd: Any, dtype: torch.dtype, backwar
         return _run(_build(mi, module_input, dtype), _move(fwd, "cpu"), backward)
     except Exception as e:  # noqa: BLE001 - CPU has no kernel at this dtype
         if dtype == torch.float32:
-            raise TemplateSkip(f"CPU reference raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise TemplateSkip(f"CPU reference raises {type(e).__name__}: {first}") from None
         out, grads = _run(_build(mi, module_input, torch.float32), _move(fwd, "cpu", torch.float32), backward)
         cast = lambda t: t.to(dtype) if t.is_floating_point() else t  # noqa: E731
         return _tmap(cast, out), [cast(g) if g is not None else None for g in grads]
@@ -100,7 +110,7 @@ def _vs_cpu(mi: Any, dtype: torch.dtype, device: str, tol: Tolerance, backward: 
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
         expected = _reference(mi, module_input, fwd, dtype, backward)
 
-        def run() -> tuple[Any, list[Any]]:
+        def run(module_input: Any = module_input, fwd: Any = fwd) -> tuple[Any, list[Any]]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             return _run(m, _move(fwd, device), backward)
 
@@ -126,16 +136,14 @@ def module_non_contiguous(mi: Any, dtype: torch.dtype, device: str, tol: Toleran
     """See the module docstring; mirrors ``TestModule::test_non_contiguous_tensors``."""
     from torch.testing._internal.common_utils import noncontiguous_like
 
-    from test_specs.op_templates import _to_device
-
     name, dname = mi.name, str(dtype).removeprefix("torch.")
     for i, module_input in enumerate(_inputs(mi, dtype, requires_grad=False)):
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
 
-        def run() -> tuple[Any, Any]:
+        def run(module_input: Any = module_input, fwd: Any = fwd) -> tuple[Any, Any]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             contiguous = _run(m, _move(fwd, device), False)[0]
-            noncontig = _tmap(lambda t: _to_device(noncontiguous_like(t.detach()), device), fwd)
+            noncontig = _tmap(lambda t: to_device_keeping_strides(noncontiguous_like(t.detach()), device), fwd)
             return _run(m, noncontig, False)[0], contiguous
 
         actual, expected = device_call(run, name=name, dtype=dname, sample=i)
@@ -149,7 +157,7 @@ def module_device_transfer(mi: Any, dtype: torch.dtype, device: str, tol: Tolera
     for i, module_input in enumerate(_inputs(mi, dtype, requires_grad=False)):
         fwd = (module_input.forward_input.args, module_input.forward_input.kwargs)
 
-        def run() -> tuple[Any, Any, list[str]]:
+        def run(module_input: Any = module_input, fwd: Any = fwd) -> tuple[Any, Any, list[str]]:
             m = copy.deepcopy(_build(mi, module_input, dtype)).to(device)
             first = _run(m, _move(fwd, device), False)[0]
             m.to("cpu")
@@ -162,23 +170,26 @@ def module_device_transfer(mi: Any, dtype: torch.dtype, device: str, tol: Tolera
 
         again, first, wrong = device_call(run, name=name, dtype=dname, sample=i)
         if wrong:
-            from test_specs.templates import TemplateFailure
-
             raise TemplateFailure(op=name, dtype=dname, sample=i, message="; ".join(wrong[:3]))
         check_close(again, first, tol, name=name, dtype=dname, sample=i,
                     what="forward after CPU round trip differs from the first device forward")
 
 
 _TEST_MODULES = "test/test_modules.py::TestModule::"
-register(Template(builtin=False, name="TestModule::test_forward", upstream=_TEST_MODULES + "test_forward", fn=module_forward,
-                  kind="module", allowed_dtypes=FLOATING, description="module forward on the device equals CPU"))
-register(Template(builtin=False, name="TestModule::test_cpu_gpu_parity", upstream=_TEST_MODULES + "test_cpu_gpu_parity",
-                  fn=module_backward, kind="module", allowed_dtypes=FLOATING,
-                  description="module input and parameter gradients on the device equal CPU"))
-register(Template(builtin=False, name="TestModule::test_non_contiguous_tensors",
-                  upstream=_TEST_MODULES + "test_non_contiguous_tensors", fn=module_non_contiguous, kind="module",
-                  allowed_dtypes=FLOATING, description="noncontiguous forward inputs give the contiguous result"))
-register(Template(builtin=False, name="TestModule::test_multiple_device_transfer",
-                  upstream=_TEST_MODULES + "test_multiple_device_transfer", fn=module_device_transfer,
-                  kind="module", allowed_dtypes=FLOATING,
-                  description="parameters follow .to(); forward survives a CPU round trip"))
+
+#: The ModuleInfo templates, for the registry in ``test_specs.templates``.
+MODULE_TEMPLATES: list[Template] = [
+    Template(builtin=False, name="TestModule::test_forward", upstream=_TEST_MODULES + "test_forward",
+             fn=module_forward, kind="module", allowed_dtypes=FLOATING,
+             description="module forward on the device equals CPU"),
+    Template(builtin=False, name="TestModule::test_cpu_gpu_parity", upstream=_TEST_MODULES + "test_cpu_gpu_parity",
+             fn=module_backward, kind="module", allowed_dtypes=FLOATING,
+             description="module input and parameter gradients on the device equal CPU"),
+    Template(builtin=False, name="TestModule::test_non_contiguous_tensors",
+             upstream=_TEST_MODULES + "test_non_contiguous_tensors", fn=module_non_contiguous, kind="module",
+             allowed_dtypes=FLOATING, description="noncontiguous forward inputs give the contiguous result"),
+    Template(builtin=False, name="TestModule::test_multiple_device_transfer",
+             upstream=_TEST_MODULES + "test_multiple_device_transfer", fn=module_device_transfer,
+             kind="module", allowed_dtypes=FLOATING,
+             description="parameters follow .to(); forward survives a CPU round trip"),
+]

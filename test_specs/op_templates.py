@@ -1,12 +1,16 @@
-"""OpInfo templates beyond ``test_compare_cpu``: noncontiguous inputs, ``out=``, variants.
+"""OpInfo templates: ``test_compare_cpu``, noncontiguous inputs, ``out=``, variants, NumPy ref.
 
-They are registered with ``builtin=False``: a spec runs them only where it lists them (so an
-existing spec's ``unlisted_test_mode`` does not grow new items when a template is added).
+``OP_TEMPLATES`` lists them for the registry (``test_specs.templates``).  Only
+``TestCommon::test_compare_cpu`` is ``builtin``: a spec entry gets it even when unlisted.  The
+others have ``builtin=False``: a spec runs them only where it lists them (so an existing spec's
+``unlisted_test_mode`` does not grow new items when a template is added).
 
 Each function has the template signature ``fn(op, dtype, device, tol) -> None`` (``op`` an
 OpInfo, ``dtype`` a ``torch.dtype``, ``device`` e.g. ``"spyre"``, ``tol`` a ``Tolerance``) and
-mirrors one upstream test of ``test/test_ops.py`` (named in its ``register`` call):
+mirrors one upstream test of ``test/test_ops.py`` (named in its ``Template``):
 
+- ``TestCommon::test_compare_cpu``: each sample on the CPU and on the device; outputs agree
+  (see ``compare_cpu``).
 - ``TestCommon::test_noncontiguous_samples``: the op on noncontiguous copies of each sample
   equals the op on the contiguous sample, forward and (for ops with autograd) the gradient of
   ``sum(outputs)`` w.r.t. the sample input.  Both runs are on the device.
@@ -27,7 +31,7 @@ mirrors one upstream test of ``test/test_ops.py`` (named in its ``register`` cal
 
 Samples are built on the CPU (``op.sample_inputs("cpu", dtype)``) and moved: the device has no
 random kernels (design §7), which is the spec's ``cpu_move`` policy for generated inputs.
-Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``templates``).
+Raises ``TemplateFailure`` / ``TemplateSkip`` (see ``template_kit``).
 """
 
 from __future__ import annotations
@@ -39,24 +43,50 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from test_specs.items import Tolerance
-from test_specs.templates import (
-    FLOATING, Template, seed_cpu, TemplateFailure, TemplateSkip, capped, check_close, device_call,
-    op_subject, register, tree_map_tensors,
+from test_specs.template_kit import (
+    FLOATING,
+    Template,
+    TemplateFailure,
+    TemplateSkip,
+    capped,
+    check_close,
+    device_call,
+    mover,
+    op_subject,
+    seed_cpu,
+    to_device_keeping_strides,
+    tree_map_tensors,
 )
 
 
-def _to_device(t: torch.Tensor, device: str) -> torch.Tensor:
-    """``t`` on ``device`` keeping its strides when ``t`` is a strided view of a dense base
-    (``noncontiguous_like``): the base is moved and the same view taken on the device."""
-    base = t._base
-    if base is None or t.is_contiguous() or not base.is_contiguous():
-        return t.detach().to(device).requires_grad_(t.requires_grad)
-    dev = base.detach().to(device).as_strided(t.size(), t.stride(), t.storage_offset())
-    return dev.requires_grad_(t.requires_grad)
+def compare_cpu(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
+    """Each CPU sample of ``op`` at ``dtype`` (up to the sample cap): run on CPU and on ``device``;
+    outputs must agree.
+
+    Inputs are made on CPU by ``op.sample_inputs("cpu", dtype)`` and copied with ``.to(device)``
+    (tensors in input, args and kwargs).  The device output is moved to CPU and compared with
+    ``torch.testing.assert_close(atol=tol.atol, rtol=tol.rtol, equal_nan=True)``; dtypes must
+    match.  Raises ``TemplateFailure`` naming the op, dtype, sample index and the max abs/rel
+    error, or the exception the device raised.  Mirrors upstream
+    ``test/test_ops.py::TestCommon::test_compare_cpu`` (which builds samples on the device).
+    """
+    name, dname = op_subject(op), str(dtype).removeprefix("torch.")
+    to_dev, to_cpu = mover(device), mover("cpu")
+    for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype))):
+        dev_sample = sample.transform(to_dev)
+        seed_cpu()
+        expected = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
+
+        def run(s: Any = dev_sample, post: Any = sample.output_process_fn_grad) -> Any:
+            seed_cpu()
+            return tree_map_tensors(post(op(s.input, *s.args, **s.kwargs)), to_cpu)
+
+        actual = device_call(run, name=name, dtype=dname, sample=i)
+        check_close(actual, expected, tol, name=name, dtype=dname, sample=i)
 
 
 def _dev_sample(sample: Any, device: str) -> Any:
-    return sample.transform(lambda t: _to_device(t, device) if isinstance(t, torch.Tensor) else t)
+    return sample.transform(lambda t: to_device_keeping_strides(t, device) if isinstance(t, torch.Tensor) else t)
 
 
 def _grad_inputs(sample: Any) -> list[torch.Tensor]:
@@ -67,7 +97,9 @@ def _grad_inputs(sample: Any) -> list[torch.Tensor]:
 def _loss(out: Any) -> torch.Tensor | None:
     leaves = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad
               and t.is_floating_point()]
-    return sum((t.sum() for t in leaves), torch.zeros((), device=leaves[0].device, dtype=leaves[0].dtype)) if leaves else None
+    if not leaves:
+        return None
+    return sum((t.sum() for t in leaves), torch.zeros((), device=leaves[0].device, dtype=leaves[0].dtype))
 
 
 def _forward_backward(op: Any, s: Any) -> tuple[Any, Any]:
@@ -84,8 +116,8 @@ def noncontiguous_samples(op: Any, dtype: torch.dtype, device: str, tol: Toleran
     grad = bool(op.supports_autograd) and dtype in op.supported_backward_dtypes("cpu")
     for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype, requires_grad=grad))):
         contiguous, noncontig = _dev_sample(sample, device), _dev_sample(sample.noncontiguous(), device)
-        expected = device_call(lambda: _forward_backward(op, contiguous), name=name, dtype=dname, sample=i)
-        actual = device_call(lambda: _forward_backward(op, noncontig), name=name, dtype=dname, sample=i)
+        expected = device_call(lambda s=contiguous: _forward_backward(op, s), name=name, dtype=dname, sample=i)
+        actual = device_call(lambda s=noncontig: _forward_backward(op, s), name=name, dtype=dname, sample=i)
         check_close(actual[0], expected[0], tol, name=name, dtype=dname, sample=i,
                     what="output on noncontiguous inputs differs from contiguous")
         check_close(actual[1], expected[1], tol, name=name, dtype=dname, sample=i,
@@ -119,7 +151,9 @@ def out(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
         return buf, op(dev.input, *dev.args, out=buf, **dev.kwargs)
 
     buf, result = device_call(run, name=name, dtype=dname, sample=0)
-    same = result is buf if isinstance(buf, torch.Tensor) else all(a is b for a, b in zip(result, buf))
+    # a tuple result of another length is not ``out`` either (zip alone would compare a prefix)
+    same = result is buf if isinstance(buf, torch.Tensor) else \
+        len(result) == len(buf) and all(a is b for a, b in zip(result, buf, strict=True))
     if not same:
         raise TemplateFailure(op=name, dtype=dname, sample=0, message="op(..., out=out) did not return out")
     check_close(buf, expected, tol, name=name, dtype=dname, sample=0, what="out= result differs from CPU")
@@ -154,18 +188,20 @@ def variant_consistency_eager(op: Any, dtype: torch.dtype, device: str, tol: Tol
     for i, sample in enumerate(capped(op.sample_inputs("cpu", dtype))):
         dev = _dev_sample(sample, device)
 
-        def call(fn: Any, inp: Any) -> Any:
+        def call(fn: Any, inp: Any, d: Any = dev) -> Any:
             seed_cpu()
-            return tree_map_tensors(fn(inp, *dev.args, **dev.kwargs), lambda t: t.cpu())
+            return tree_map_tensors(fn(inp, *d.args, **d.kwargs), lambda t: t.cpu())
 
-        expected = device_call(lambda: call(op, dev.input), name=name, dtype=dname, sample=i)
+        expected = device_call(lambda d=dev: call(op, d.input), name=name, dtype=dname, sample=i)
         if method is not None:
-            got = device_call(lambda: call(method, dev.input), name=name, dtype=dname, sample=i)
-            check_close(got, expected, tol, name=name, dtype=dname, sample=i, what="method variant differs from function")
+            got = device_call(lambda d=dev: call(method, d.input), name=name, dtype=dname, sample=i)
+            check_close(got, expected, tol, name=name, dtype=dname, sample=i,
+                        what="method variant differs from function")
         if inplace is not None and not sample.broadcasts_input and isinstance(dev.input, torch.Tensor) \
                 and isinstance(expected, torch.Tensor) and expected.dtype == dev.input.dtype:
-            got = device_call(lambda: call(inplace, dev.input.clone()), name=name, dtype=dname, sample=i)
-            check_close(got, expected, tol, name=name, dtype=dname, sample=i, what="inplace variant differs from function")
+            got = device_call(lambda d=dev: call(inplace, d.input.clone()), name=name, dtype=dname, sample=i)
+            check_close(got, expected, tol, name=name, dtype=dname, sample=i,
+                        what="inplace variant differs from function")
 
 
 def numpy_ref(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
@@ -180,32 +216,40 @@ def numpy_ref(op: Any, dtype: torch.dtype, device: str, tol: Tolerance) -> None:
         except Exception as e:  # noqa: BLE001 - the reference cannot take this sample
             raise TemplateSkip(f"NumPy reference raises {type(e).__name__} on sample {i}") from None
         expected = tree_map_tensors(ref, lambda t: t) if isinstance(ref, torch.Tensor) else \
-            torch.utils._pytree.tree_map(lambda a: torch.from_numpy(np.asarray(a)) if isinstance(a, (np.ndarray, np.generic)) else a, ref)
+            torch.utils._pytree.tree_map(
+                lambda a: torch.from_numpy(np.asarray(a)) if isinstance(a, (np.ndarray, np.generic)) else a, ref)
         dev = _dev_sample(sample, device)
-        actual = device_call(lambda: tree_map_tensors(op(dev.input, *dev.args, **dev.kwargs), lambda t: t.cpu()),
+        actual = device_call(lambda d=dev: tree_map_tensors(op(d.input, *d.args, **d.kwargs), lambda t: t.cpu()),
                              name=name, dtype=dname, sample=i)
         actual = tree_map_tensors(actual, lambda t: t.to(torch.float64) if t.is_floating_point() else t)
         expected = tree_map_tensors(expected, lambda t: t.to(torch.float64) if t.is_floating_point() else t)
         if isinstance(actual, torch.Tensor) and isinstance(expected, (int, float, bool)):
             expected = torch.tensor(expected, dtype=actual.dtype)
-        check_close(actual, expected, tol, name=name, dtype=dname, sample=i, what="device output differs from the NumPy reference")
+        check_close(actual, expected, tol, name=name, dtype=dname, sample=i,
+                    what="device output differs from the NumPy reference")
 
 
 _TEST_OPS = "test/test_ops.py::TestCommon::"
-register(Template(builtin=False, name="TestCommon::test_noncontiguous_samples", upstream=_TEST_OPS + "test_noncontiguous_samples",
-                  fn=noncontiguous_samples, allowed_dtypes=FLOATING,
-                  description="noncontiguous inputs give the contiguous result (forward and gradient)"))
-register(Template(builtin=False, name="TestCommon::test_out", upstream=_TEST_OPS + "test_out", fn=out, allowed_dtypes=FLOATING,
-                  applies=lambda op: bool(op.supports_out),
-                  description="op(..., out=) returns out and equals CPU"))
-register(Template(builtin=False, name="TestCommon::test_out_warning", upstream=_TEST_OPS + "test_out_warning", fn=out_warning,
-                  allowed_dtypes=FLOATING, applies=lambda op: bool(op.supports_out),
-                  description="resizing a wrongly shaped out= tensor warns"))
-register(Template(builtin=False, name="TestCommon::test_variant_consistency_eager",
-                  upstream=_TEST_OPS + "test_variant_consistency_eager", fn=variant_consistency_eager,
-                  allowed_dtypes=FLOATING,
-                  applies=lambda op: op.method_variant is not None or op.inplace_variant is not None,
-                  description="method and inplace variants equal the function variant"))
-register(Template(builtin=False, name="TestCommon::test_numpy_ref", upstream=_TEST_OPS + "test_numpy_ref", fn=numpy_ref,
-                  allowed_dtypes=FLOATING, applies=lambda op: op.ref is not None,
-                  description="device output equals the op's NumPy reference"))
+
+#: The OpInfo templates, for the registry in ``test_specs.templates``.
+OP_TEMPLATES: list[Template] = [
+    Template(name="TestCommon::test_compare_cpu", upstream=_TEST_OPS + "test_compare_cpu", fn=compare_cpu,
+             allowed_dtypes=FLOATING, description="device output equals the CPU output for every sample input"),
+    Template(builtin=False, name="TestCommon::test_noncontiguous_samples",
+             upstream=_TEST_OPS + "test_noncontiguous_samples", fn=noncontiguous_samples, allowed_dtypes=FLOATING,
+             description="noncontiguous inputs give the contiguous result (forward and gradient)"),
+    Template(builtin=False, name="TestCommon::test_out", upstream=_TEST_OPS + "test_out", fn=out,
+             allowed_dtypes=FLOATING, applies=lambda op: bool(op.supports_out),
+             description="op(..., out=) returns out and equals CPU"),
+    Template(builtin=False, name="TestCommon::test_out_warning", upstream=_TEST_OPS + "test_out_warning",
+             fn=out_warning, allowed_dtypes=FLOATING, applies=lambda op: bool(op.supports_out),
+             description="resizing a wrongly shaped out= tensor warns"),
+    Template(builtin=False, name="TestCommon::test_variant_consistency_eager",
+             upstream=_TEST_OPS + "test_variant_consistency_eager", fn=variant_consistency_eager,
+             allowed_dtypes=FLOATING,
+             applies=lambda op: op.method_variant is not None or op.inplace_variant is not None,
+             description="method and inplace variants equal the function variant"),
+    Template(builtin=False, name="TestCommon::test_numpy_ref", upstream=_TEST_OPS + "test_numpy_ref", fn=numpy_ref,
+             allowed_dtypes=FLOATING, applies=lambda op: op.ref is not None,
+             description="device output equals the op's NumPy reference"),
+]

@@ -163,7 +163,9 @@ def upstream_mark(op: Any, upstream: str, dtype: str) -> UpstreamMark | None:
                 found.setdefault(hit[0], hit[1])
     where = f"{cls_name}.{test_name}"
     if "skip" in found:
-        return UpstreamMark(mode="skip", reason=f"OpInfo {subject!r} skips {where} upstream: {found['skip'] or 'no message'}")
+        why = found["skip"] or "no message"
+        return UpstreamMark(mode="skip", reason=f"OpInfo {subject!r} skips {where} upstream: {why}")
     if "xfail" in found:
-        return UpstreamMark(mode="xfail", reason=f"OpInfo {subject!r} expects {where} to fail upstream ({found['xfail']})")
+        return UpstreamMark(mode="xfail",
+                            reason=f"OpInfo {subject!r} expects {where} to fail upstream ({found['xfail']})")
     return None

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from selection.models import Mode
+from test_specs.modes import Mode
 
 #: dtype names accepted anywhere a dtype is named (``torch.<name>`` attributes).
 DTYPE_NAMES: frozenset[str] = frozenset(
@@ -183,7 +183,7 @@ class FileEntry(_Model):
     tests: list[TestEntry] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _path_xor_source(self) -> "FileEntry":
+    def _path_xor_source(self) -> FileEntry:
         if (self.path is None) == (self.source is None):
             raise ValueError("a file entry needs exactly one of 'path' or 'source'")
         return self
@@ -214,6 +214,7 @@ class SupportedOp(_Model):
         return _names_to_dicts(v)
 
     def precision(self, dtype: str) -> Precision | None:
+        """This op's ``precision`` override for ``dtype`` (a torch dtype name), if listed."""
         return next((d.precision for d in self.dtypes if d.name == dtype), None)
 
 
@@ -246,6 +247,7 @@ class GlobalConfig(_Model):
         return next((o for o in ops if o.name == name), None)
 
     def dtype(self, name: str) -> DtypeNamed | None:
+        """The ``supported_dtypes`` entry named ``name`` (e.g. ``"float16"``), if listed."""
         return next((d for d in self.supported_dtypes if d.name == name), None)
 
 

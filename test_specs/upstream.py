@@ -32,14 +32,17 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 
+from test_specs import containment
 from test_specs.items import SpecItem, Tolerance
+from test_specs.loader import load_spec
 from test_specs.marks import apply_spec_item
-from test_specs.schema import DTYPE_NAMES
+from test_specs.precedence import effective_mode, effective_tolerance
 
 SPEC_ITEM = pytest.StashKey[SpecItem]()
 DEVICE_SUFFIX = "SPYRE"
@@ -56,8 +59,6 @@ def resolve(path: str, torch_root: Path) -> list[Path]:
 
 def upstream_files(spec_paths: Iterable[str | Path], torch_root: Path) -> list[Path]:
     """Every file the specs' ``path:`` entries resolve to (deduplicated, in spec order)."""
-    from test_specs.loader import load_spec
-
     out: dict[Path, None] = {}
     for sp in spec_paths:
         for f in load_spec(sp).config.files:
@@ -91,11 +92,14 @@ def collect_items(spec_paths: list[Path], torch_root: Path) -> list[SpecItem]:
         dump = Path(tmp) / "items.jsonl"
         cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "test_specs.plugin",
                "-p", "no:cacheprovider", *extra, f"--spyre-dump-items={dump}", *files]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")]))}
+        root = str(Path(__file__).resolve().parent.parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
         if proc.returncode not in (0, 5) or not dump.exists():
-            raise RuntimeError(f"collecting upstream tests failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-        return [SpecItem.model_validate_json(ln) for ln in dump.read_text(encoding="utf-8").splitlines() if ln]
+            raise RuntimeError(f"collecting upstream tests failed ({proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+        return [SpecItem.model_validate(json.loads(ln)["item"]) for ln in dump.read_text(encoding="utf-8").splitlines()
+                if ln]
 
 
 # ----------------------------------------------------------------------------- the plugin
@@ -105,12 +109,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("spyre-upstream", "spyre-relay source-tree mode")
     g.addoption("--spyre-upstream", metavar="PATH", default=None, help="PyTorch checkout (${TORCH_ROOT})")
     g.addoption("--spyre-specs", metavar="FILES", default="", help="spec files (os.pathsep-separated)")
-    g.addoption("--spyre-dump-items", metavar="FILE", default=None, help="write collected SpecItems (JSON lines)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
-    if config.getoption("--spyre-device", "spyre") == "spyre":
+    if config.getoption("--spyre-device", "spyre") == "spyre" and not containment.is_controller(config):
         import spyre_backend.testing
 
         spyre_backend.testing.prepare_device_type_tests()
@@ -160,8 +163,6 @@ class _Rules:
         self.spec, self.entry, self.relpath = spec, entry, relpath
 
     def apply(self, item: pytest.Item) -> SpecItem | None:
-        from test_specs.expand import effective_mode, effective_tolerance
-
         parsed = _parse(item.cls, item.name) if getattr(item, "cls", None) else None
         if parsed is None:
             return None
@@ -234,8 +235,6 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from test_specs.loader import load_spec
-
     root = Path(config.getoption("--spyre-upstream") or ".").resolve()
     by_file: dict[Path, _Rules] = {}
     for sp in filter(None, config.getoption("--spyre-specs").split(os.pathsep)):
@@ -255,9 +254,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
-    dump = config.getoption("--spyre-dump-items")
-    if dump:
-        with open(dump, "w", encoding="utf-8") as f:
-            for item in keep:
-                if SPEC_ITEM in item.stash:
-                    f.write(item.stash[SPEC_ITEM].model_dump_json() + "\n")

@@ -37,18 +37,6 @@ LAYERS: list[tuple[str, ...]] = [
 #: Functions allowed over 80 lines, with the reason (at most 3).
 LONG_FUNCTIONS: dict[str, str] = {}
 
-#: Known violations outside relay/ being removed on the core-structure branch (issue 12); the
-#: tests fail on any violation not listed here, and on a listed one that is gone.
-PENDING = {
-    "cycle spyre_backend.device_module spyre_backend.streams",
-    "cycle test_specs.module_templates test_specs.op_templates test_specs.templates",
-    "cycle test_specs.expand test_specs.loader test_specs.upstream",
-    "test_specs.expand -> selection.models",
-    "test_specs.items -> selection.models",
-    "test_specs.schema -> selection.models",
-    "long selection.memory.run",
-    "long test_specs.runner._run_shard",
-}
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
@@ -152,21 +140,14 @@ def test_every_module_has_a_layer() -> None:
         layer_of(module)
 
 
-def _unexpected(found: set[str], kind: str) -> tuple[set[str], set[str]]:
-    pending = {p for p in PENDING if p.startswith(kind)}
-    return found - pending, pending - found
-
-
 def test_no_import_cycles() -> None:
-    found = {"cycle " + " ".join(c) for c in _cycles()}
-    assert _unexpected(found, "cycle") == (set(), set())
+    assert _cycles() == []
 
 
 def test_dependencies_point_down() -> None:
-    upward = {f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
-              if layer_of(t) < layer_of(m)}
-    pending = {p for p in PENDING if " -> " in p}
-    assert (upward - pending, pending - upward) == (set(), set())
+    upward = sorted(f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+                    for m, targets in GRAPH.items() for t in targets if layer_of(t) < layer_of(m))
+    assert upward == []
 
 
 def test_modules_are_small() -> None:
@@ -184,8 +165,7 @@ def test_functions_are_short() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = (node.end_lineno or node.lineno) - node.lineno + 1
                 where = f"{module}.{node.name}"
-                if n > MAX_FUNCTION_LINES and where not in LONG_FUNCTIONS \
-                        and f"long {where}" not in PENDING:
+                if n > MAX_FUNCTION_LINES and where not in LONG_FUNCTIONS:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
     assert long == []
     assert len(LONG_FUNCTIONS) <= 3

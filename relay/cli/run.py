@@ -110,7 +110,7 @@ def specs_check(
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any."""
     from relay.pipeline.specs import default_specs
-    from test_specs.loader import check_specs
+    from test_specs.check import check_specs
 
     targets = spec_files_or_fail(paths) if paths else default_specs()
     errors = check_specs(targets, strict=strict)

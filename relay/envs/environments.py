@@ -126,7 +126,7 @@ def project_root() -> Path:
 
 
 TEST_DEPS = ("numpy", "expecttest", "pytest", "pytest-timeout", "pytest-rerunfailures",
-             "pyyaml", "pydantic")
+             "pytest-xdist", "pytest-reportlog", "pyyaml", "pydantic")
 
 
 class VenvProvider:
@@ -135,7 +135,8 @@ class VenvProvider:
     The torch wheel is first materialised (``pip download --no-deps``, or the given file) so its
     sha256 can be recorded; then torch, the test dependencies and this project (``--no-deps``)
     are installed.  A finished environment has a ``relay-env.json`` marker; a half-built one
-    (killed build) lacks it and is rebuilt.
+    (killed build) lacks it and is rebuilt; one built with fewer ``TEST_DEPS`` than today's has
+    the missing ones installed on first use.
     """
 
     def accepts(self, spec: EnvSpec) -> bool:
@@ -147,17 +148,20 @@ class VenvProvider:
         root = (state_dir / "envs" / key).resolve()
         marker = root / "relay-env.json"
         python = root / "bin" / "python"
+        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         if marker.exists():
             info = json.loads(marker.read_text())
+            if info.get("test_deps") != list(TEST_DEPS):  # built before a test dependency was added
+                self._run(pip + list(TEST_DEPS), spec)
+                marker.write_text(json.dumps({**info, "test_deps": list(TEST_DEPS)}))
             return Environment(name=str(spec), python=python, torch=info["torch"])
         venv.EnvBuilder(with_pip=True, clear=True).create(root)
         wheel = self._wheel(spec.base, root, python)
-        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         self._run(pip + [str(wheel), *TEST_DEPS], spec)
         self._run(pip + ["--no-deps", "--no-build-isolation", "-e", str(project_root())], spec)
         site = _site_packages(python)
         info = torch_info(site) | {"wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}
-        marker.write_text(json.dumps({"spec": spec.base, "torch": info}))
+        marker.write_text(json.dumps({"spec": spec.base, "torch": info, "test_deps": list(TEST_DEPS)}))
         return Environment(name=str(spec), python=python, torch=info)
 
     def _wheel(self, base: str, root: Path, python: Path) -> Path:

@@ -32,7 +32,8 @@ def test_evaluate_on_the_fixture_universe(universe, index):
 
 
 def test_generated_universe_reaches_the_target(universe, index):
-    items, entries = selection_eval.generated_universe(universe, index.entries, [("add", None), ("linalg.vector_norm", None)], 60)
+    items, entries = selection_eval.generated_universe(universe, index.entries,
+                                                       [("add", None), ("linalg.vector_norm", None)], 60)
     assert len(items) == 60 and len({i.id for i in items}) == 60
     assert all(i.id in entries for i in items if i.op)
     gen = [i for i in items if i.suite == "upstream" and i.op == "linalg.vector_norm"]

@@ -128,3 +128,15 @@ def test_wheel_fallbacks_kernel_names_and_family_table(universe, index, catalog)
     assert imp.aten_ops == {"aten::_softmax"}
     imp = attribute(ChangedFile(filename="aten/src/ATen/native/BinaryOps.cpp"), cat)
     assert {"aten::add", "aten::mul"} <= imp.aten_ops and "table" in imp.reasons[0]
+
+
+def test_native_functions_by_torchgen_keeps_the_rest_of_a_newer_file(caplog):
+    """An entry the installed torchgen rejects (a tag from a newer PyTorch) is skipped with a
+    warning; the other entries still map, and text that is not YAML is a ValueError."""
+    text = YAML + "\n- func: brand_new(Tensor self) -> Tensor\n  tags: tag_from_the_future\n"
+    with caplog.at_level("WARNING", logger="selection.source_map"):
+        k = parse_native_functions(text)
+    assert "brand_new" not in k and k["softmax_cpu_out"] == ["aten::_softmax"]
+    assert "rejected 1 entries" in caplog.text
+    with pytest.raises(ValueError):
+        parse_native_functions("- func: [unclosed")

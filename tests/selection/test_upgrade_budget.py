@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from selection.budget import DEFAULT_SECONDS, apply_budget, durations_from_db
+from relay.store.durations import durations_from_db
+from selection.budget import DEFAULT_SECONDS, apply_budget
 from selection.classify import Classify
 from selection.memory import Memory
 from selection.models import ChangedFile, ChangeSet

@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.expand import (
-    DEFAULT_TOLERANCE,
-    UPSTREAM_ISSUE,
-    effective_dtypes,
-    effective_mode,
-    effective_tolerance,
-    expand,
-    spec_paths_default,
-)
+from test_specs.expand import UPSTREAM_ISSUE, expand, spec_paths_default
 from test_specs.items import Tolerance, make_item_id
+from test_specs.precedence import DEFAULT_TOLERANCE, effective_dtypes, effective_mode, effective_tolerance
 from test_specs.schema import Precision
 
 OPS = {"float16", "bfloat16", "float32", "float64"}
@@ -24,9 +17,10 @@ OPS = {"float16", "bfloat16", "float32", "float64"}
 
 def test_dtypes_intersection_then_include_then_exclude_last() -> None:
     kw = dict(op_restrict=None, include=set(), exclude=set())
-    assert effective_dtypes(global_dtypes={"float16", "float32"}, op_dtypes=OPS, allowed=None, **kw) == ["float16", "float32"]
-    assert effective_dtypes(global_dtypes={"float16", "float32"}, op_dtypes={"float32"}, allowed=None, **kw) == ["float32"]
-    assert effective_dtypes(global_dtypes={"float16", "float32"}, op_dtypes=OPS, allowed={"float16"}, **kw) == ["float16"]
+    both = {"float16", "float32"}
+    assert effective_dtypes(global_dtypes=both, op_dtypes=OPS, allowed=None, **kw) == ["float16", "float32"]
+    assert effective_dtypes(global_dtypes=both, op_dtypes={"float32"}, allowed=None, **kw) == ["float32"]
+    assert effective_dtypes(global_dtypes=both, op_dtypes=OPS, allowed={"float16"}, **kw) == ["float16"]
     assert effective_dtypes(global_dtypes=set(), op_dtypes=OPS, allowed=None, **kw) == sorted(OPS)  # no filter
     # include re-adds a dtype the global list lacks, exclude wins over include
     assert effective_dtypes(global_dtypes={"float16"}, op_dtypes=OPS, allowed=None, op_restrict=None,
@@ -204,10 +198,11 @@ def test_module_db_source_exact_names_applies_and_sample_cap(tmp_path: Path) -> 
 
 
 def test_semantic_errors_for_modules(tmp_path: Path) -> None:
-    from test_specs.loader import check_specs
+    from test_specs.check import check_specs
 
     p = tmp_path / "bad.yaml"
-    p.write_text(MODULE_SPEC.replace("nn.ReLU", "nn.NoSuchModule").replace("TestCommon::test_out,", "TestModule::test_forward,"))
+    p.write_text(MODULE_SPEC.replace("nn.ReLU", "nn.NoSuchModule")
+                 .replace("TestCommon::test_out,", "TestModule::test_forward,"))
     msgs = [e.message for e in check_specs([p])]
     assert any("unknown module 'nn.NoSuchModule'" in m for m in msgs)
     assert any("unknown op template 'TestModule::test_forward'" in m for m in msgs)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.loader import SpecError, SpecLoadError, check_specs, load_spec
+from test_specs.check import check_specs
+from test_specs.loader import SpecError, SpecLoadError, load_spec
 from test_specs.yamlmarks import load_yaml
 
 
@@ -105,12 +106,12 @@ def test_not_a_spec(tmp_path: Path) -> None:
 
 
 def test_alias_bomb_recursive_alias_and_binary_files_are_errors(tmp_path):
-    from test_specs.loader import check_specs
+    from test_specs.check import check_specs
 
     (tmp_path / "rec.yaml").write_text("a: &x [*x]\n")
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00")
     lines = ['a: &a ["lol", "lol"]']
-    for prev, name in zip("abcdefg", "bcdefgh"):
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
     (tmp_path / "bomb.yaml").write_text("\n".join(lines + ["test_suite_config: {files: *h}"]) + "\n")
     msgs = {e.format().split(":")[0].rsplit("/", 1)[-1]: e.format() for e in check_specs([tmp_path])}

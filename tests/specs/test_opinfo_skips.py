@@ -157,8 +157,10 @@ test_suite_config:
 """)
     items = {i.id: i for i in expand([p])}
     for d in ("bfloat16", "float32"):
-        nc, out = items[f"emp::TestCommon::test_noncontiguous_samples[empty-{d}]"], items[f"emp::TestCommon::test_out[empty-{d}]"]
-        assert nc.mode == "skip" and nc.reason == "OpInfo 'empty' skips TestCommon.test_noncontiguous_samples upstream: Skipped!"
+        nc = items[f"emp::TestCommon::test_noncontiguous_samples[empty-{d}]"]
+        out = items[f"emp::TestCommon::test_out[empty-{d}]"]
+        assert nc.mode == "skip" and \
+            nc.reason == "OpInfo 'empty' skips TestCommon.test_noncontiguous_samples upstream: Skipped!"
         assert out.mode == "skip" and out.reason == \
             "OpInfo 'empty' skips TestCommon.test_out upstream: Expected: empty is not comparable"
         assert nc.issue == UPSTREAM_ISSUE

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 import test_specs.plugin  # noqa: F401
 from test_specs.expand import op_db
+from test_specs.records import ReportLog, read_items
 
 pytest_plugins = ["pytester"]
 
@@ -45,10 +45,11 @@ def test_plugin_collects_runs_and_reports(pytester: pytest.Pytester, fault_templ
     select.write_text("tiny::TestCommon::test_compare_cpu[add-float32]\n"
                       "tiny::TestFault::test_fail[abs-float32]\n"
                       "tiny::TestFault::test_fail[neg-float32]\n")
-    results = tmp_path / "results.jsonl"
+    reportlog, items = tmp_path / "reportlog.jsonl", tmp_path / "items.jsonl"
     junit = tmp_path / "junit.xml"
     r = pytester.runpytest_inprocess("-p", "test_specs.plugin", "--spyre-device=cpu", f"--spyre-select={select}",
-                                     f"--spyre-results={results}", f"--junitxml={junit}", "-m", "smoke or not smoke",
+                                     f"--report-log={reportlog}", f"--spyre-dump-items={items}", f"--junitxml={junit}",
+                                     "-m", "smoke or not smoke",
                                      str(pytester.path))  # the directory: other.yaml is not collected
     r.assert_outcomes(passed=1, xfailed=1, failed=1)
     out = r.stdout.str()
@@ -56,14 +57,14 @@ def test_plugin_collects_runs_and_reports(pytester: pytest.Pytester, fault_templ
     assert "neg [float32] sample 0: planted failure (max abs error 1, max rel error 0.5)" in out
     assert "upstream: tests/fixtures/fault_templates.py::test_fail" in out
     assert "def _fail" not in out
-    lines = [json.loads(ln) for ln in results.read_text().splitlines()]
-    assert lines[0]["event"] == "collected" and len(lines[0]["items"]) == 3
-    done = {ln["id"]: ln for ln in lines if ln["event"] == "result"}
-    assert done["tiny::TestCommon::test_compare_cpu[add-float32]"]["outcome"] == "passed"
-    assert done["tiny::TestFault::test_fail[abs-float32]"]["outcome"] == "xfailed"
-    assert done["tiny::TestFault::test_fail[neg-float32]"]["outcome"] == "failed"
-    assert "planted failure" in done["tiny::TestFault::test_fail[neg-float32]"]["message"]
-    assert all(ln["duration_ms"] >= 0 for ln in done.values())
+    # the per-test records (pytest-reportlog, read by test_specs.records) and the items file
+    assert len(read_items(items)) == 3
+    done = {res.id: res for res in ReportLog(reportlog, items).poll()}
+    assert done["tiny::TestCommon::test_compare_cpu[add-float32]"].outcome == "passed"
+    assert done["tiny::TestFault::test_fail[abs-float32]"].outcome == "xfailed"
+    assert done["tiny::TestFault::test_fail[neg-float32]"].outcome == "failed"
+    assert "planted failure" in done["tiny::TestFault::test_fail[neg-float32]"].message
+    assert all(res.duration_ms >= 0 for res in done.values())
     xml = junit.read_text()
     for prop in ('name="op" value="add"', 'name="dtype" value="float32"', 'name="mode" value="xfail"',
                  'name="upstream" value="test/test_ops.py::TestCommon::test_compare_cpu"'):

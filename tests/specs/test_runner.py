@@ -1,11 +1,12 @@
-"""The runner: a pytest subprocess per batch, live results, crash recovery, JUnit parsing."""
+"""The runner: pytest with xdist workers, live results from pytest-reportlog, crash and hang containment."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from test_specs.records import ReportLog
 from test_specs.results import OUTCOMES, TestResult
-from test_specs.runner import parse_junit, run_items, shard_split
+from test_specs.runner import run_items, shard_split
 
 TINY = "tiny_spec"
 
@@ -34,12 +35,15 @@ def test_run_items_outcomes_including_crash_and_flaky(fixtures: Path, fault_temp
     assert got[ids[4]].outcome == "failed" and "not collected" in (got[ids[4]].message or "")
     assert {r.id for r in live} == set(ids)  # on_result once per id
     assert all(r.outcome in OUTCOMES for r in results)
-    # two shard processes; the crash restarted its shard's pytest for the tests not yet run
-    # (an aborted pytest writes no junit.xml; the restart does)
-    # sorted ids dealt round-robin: shard 0 runs add, abort, flaky; shard 1 runs nope, fail
+    # two xdist workers; the abort cost one worker, which xdist replaced for the tests not yet
+    # run: its crash report is in the report log, and the JUnit XML for users lists every test run
+    # (with the spec properties, except the crashed one: its report comes from the xdist controller)
+    # (sorted ids dealt round-robin is the split for runs spread over machines)
     assert shard_split(ids, 2)[0] == [ids[1], ids[2], ids[0]]
-    assert (tmp_path / "w" / "shard-1" / "pytest.log").exists()
-    assert (tmp_path / "w" / "shard-0" / "junit.restart1.xml").exists()
+    assert '"when": "???"' in (tmp_path / "w" / "reportlog.jsonl").read_text()
+    junit = (tmp_path / "w" / "junit.xml").read_text()
+    assert all(f'name="id" value="{i}"' in junit for i in (ids[0], ids[1], ids[3]))
+    assert 'name="test_abort[neg-float32]"' in junit
 
 
 def test_shard_split_is_deterministic_and_complete() -> None:
@@ -54,20 +58,40 @@ def test_shard_split_is_deterministic_and_complete() -> None:
         shard_split(ids, 0)
 
 
-def test_parse_junit_reads_ids_from_properties(tmp_path: Path) -> None:
-    p = tmp_path / "j.xml"
-    p.write_text(
-        '<testsuites><testsuite><testcase classname="x" name="y" time="0.5">'
-        '<properties><property name="id" value="s::T::t[a-float16]"/><property name="op" value="a"/></properties>'
-        '<failure message="boom">trace</failure></testcase>'
-        '<testcase classname="x" name="z" time="0"><properties><property name="id" value="s::T::t[b-float16]"/>'
-        '</properties><skipped type="pytest.xfail" message="why"/></testcase>'
-        '<testcase classname="x" name="w" time="0"/></testsuite></testsuites>')
-    got = parse_junit(p)
-    assert got["s::T::t[a-float16]"]["outcome"] == "failed" and got["s::T::t[a-float16]"]["duration_ms"] == 500.0
-    assert got["s::T::t[b-float16]"]["outcome"] == "xfailed"
-    assert len(got) == 2
-    assert parse_junit(tmp_path / "missing.xml") == {}
+def test_reportlog_records_become_results(tmp_path: Path) -> None:
+    """pytest-reportlog lines → one result per finished test: the id from the items file (or the
+    report's properties), outcome by pytest's rules, reruns, xdist's crash report."""
+    import json
+
+    def rep(nodeid: str, when: str, outcome: str, duration: float = 0.0, **kw: object) -> str:
+        return json.dumps({"$report_type": "TestReport", "nodeid": nodeid, "when": when, "outcome": outcome,
+                           "duration": duration, "longrepr": kw.pop("longrepr", None), **kw}) + "\n"
+
+    a, b, c, d = "s::T::t[a-float16]", "s::T::t[b-float16]", "s::T::t[c-float16]", "s::T::t[d-float16]"
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"nodeid": f"s.yaml::{i.split('::', 1)[1]}",
+                                         "item": {"id": i, "upstream": "u", "op": i[8], "dtype": "float16"}}) + "\n"
+                             for i in (a, b, c, d)))
+    log = tmp_path / "reportlog.jsonl"
+    log.write_text(
+        rep("s.yaml::T::t[a-float16]", "setup", "passed", 0.1) + rep("s.yaml::T::t[a-float16]", "call", "failed", 0.4,
+                                                                     longrepr="boom\ntrace")
+        + rep("s.yaml::T::t[a-float16]", "teardown", "passed")
+        + rep("s.yaml::T::t[b-float16]", "setup", "skipped", longrepr=["s.yaml", 1, "why"], wasxfail="")
+        + rep("s.yaml::T::t[b-float16]", "teardown", "passed")
+        + rep("s.yaml::T::t[c-float16]", "setup", "passed") + rep("s.yaml::T::t[c-float16]", "call", "rerun",
+                                                                  longrepr="first attempt fails")
+        + rep("s.yaml::T::t[c-float16]", "teardown", "passed") + rep("s.yaml::T::t[c-float16]", "setup", "passed")
+        + rep("s.yaml::T::t[c-float16]", "call", "passed") + rep("s.yaml::T::t[c-float16]", "teardown", "passed")
+        + rep("s.yaml::T::t[d-float16]", "???", "failed", 2.0, longrepr="pytest process died (killed by SIGSEGV)")
+        + rep("other.yaml::x", "teardown", "passed", user_properties=[["id", "o::x"]]) + '{"half": ')
+    got = {r.id: r for r in ReportLog(log, items).poll()}
+    assert got[a].outcome == "failed" and got[a].duration_ms == 500.0 and got[a].message == "boom"
+    assert got[b].outcome == "xfailed" and got[b].op == "b"
+    assert got[c].outcome == "flaky" and got[c].attempts == 2
+    assert got[d].outcome == "crashed" and "SIGSEGV" in (got[d].message or "") and got[d].duration_ms == 2000.0
+    assert got["o::x"].outcome == "passed"  # no items-file entry: the id from the report's properties
+    assert len(got) == 5  # the half-written last line waits for the next poll
 
 
 def test_device_crash_via_sim_faults_and_timeout(fixtures: Path, fault_templates: str, tmp_path: Path) -> None:
@@ -90,6 +114,23 @@ def test_device_crash_via_sim_faults_and_timeout(fixtures: Path, fault_templates
     assert "Timeout" in (results[2].message or "")
 
 
+def test_exit_without_signal_and_uninterruptible_hang(fixtures: Path, fault_templates: str, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    """``os._exit`` in a test is ``crashed`` with its exit code; a hang pytest-timeout cannot
+    interrupt (SIGALRM blocked) is ended by the watchdog ``timeout_s + HANG_GRACE_S`` after it
+    started and is ``timed_out``; the other tests of the run still run."""
+    from test_specs import runner
+
+    monkeypatch.setattr(runner, "HANG_GRACE_S", 2.0)
+    ids = [f"{TINY}::TestFault::test_exit[exp-float32]", f"{TINY}::TestFault::test_hang_hard[cos-float32]",
+           f"{TINY}::TestCommon::test_compare_cpu[add-float32]"]
+    results = run_items(ids, [fixtures / "tiny_spec.yaml"], workdir=tmp_path, device="cpu", timeout_s=2, reruns=0,
+                        env={"SPYRE_SPEC_TEMPLATES": fault_templates})
+    assert [(r.id, r.outcome) for r in results] == [(ids[0], "crashed"), (ids[1], "timed_out"), (ids[2], "passed")]
+    assert "exit code 3" in (results[0].message or "")
+    assert "Timeout" in (results[1].message or "") and results[1].duration_ms >= 4000
+
+
 def test_generate_maps_measured_outcomes_to_justified_modes() -> None:
     from test_specs.generate import build, cause
 
@@ -98,13 +139,16 @@ def test_generate_maps_measured_outcomes_to_justified_modes() -> None:
     assert (mode, issue) == ("xfail", "spyre-sim unsupported: aten::resize_") and "aten::resize_" in reason
     assert cause("crashed", "died", "T::t")[0] == "skip"
     assert cause("skipped", "no samples", "T::t") == ("skip", "no samples", "upstream T::t skips too")
-    assert cause("failed", "x [float32] sample 1: device output differs from CPU", "T::t")[2] == "spyre-sim numerics: T::t"
+    differs = "x [float32] sample 1: device output differs from CPU"
+    assert cause("failed", differs, "T::t")[2] == "spyre-sim numerics: T::t"
     doc = build([{"id": "s::T::t[softmax-float16]", "outcome": "passed"},
-                 {"id": "s::T::t[softmax.with_dtype-float16]", "outcome": "failed", "message": "device output differs"}],
+                 {"id": "s::T::t[softmax.with_dtype-float16]", "outcome": "failed",
+                  "message": "device output differs"}],
                 "s", modules=False, max_samples=2, plain_ops={"softmax"})
     tests = doc["test_suite_config"]["files"][0]["tests"]
     assert tests[0]["edits"]["ops"]["include"] == [{"name": "softmax", "exact": True}]
-    assert tests[1]["mode"] == "xfail" and tests[1]["edits"]["dtypes"]["exclude"] == [{"name": "bfloat16"}, {"name": "float32"}]
+    assert tests[1]["mode"] == "xfail"
+    assert tests[1]["edits"]["dtypes"]["exclude"] == [{"name": "bfloat16"}, {"name": "float32"}]
 
 
 

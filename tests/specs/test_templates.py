@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from test_specs.expand import DEFAULT_TOLERANCE, module_db, op_db
-from test_specs.templates import TEMPLATES, TemplateFailure, capped, fast_sample_inputs, sample_cap
+from test_specs.expand import module_db, op_db
+from test_specs.precedence import DEFAULT_TOLERANCE
+from test_specs.template_kit import TemplateFailure, capped, fast_sample_inputs, sample_cap
+from test_specs.templates import TEMPLATES
 
 OP_TEMPLATES = ["TestCommon::test_compare_cpu", "TestCommon::test_noncontiguous_samples", "TestCommon::test_out",
                 "TestCommon::test_variant_consistency_eager", "TestCommon::test_numpy_ref"]
@@ -56,11 +58,13 @@ def test_module_backward_detects_a_wrong_gradient(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(module_templates, "_run", skewed)
     with sample_cap(1), pytest.raises(TemplateFailure, match="gradients differ from CPU"):
-        TEMPLATES["TestModule::test_cpu_gpu_parity"].fn(_module("nn.Linear"), torch.float32, "cpu", DEFAULT_TOLERANCE["float32"])
+        TEMPLATES["TestModule::test_cpu_gpu_parity"].fn(_module("nn.Linear"), torch.float32, "cpu",
+                                                        DEFAULT_TOLERANCE["float32"])
 
 
 def test_sample_cap_limits_and_restores() -> None:
     with sample_cap(2):
         assert list(capped(iter(range(10)))) == [0, 1]
     assert list(capped(range(4))) == [0, 1, 2, 3]
-    assert TEMPLATES["TestCommon::test_out"].applies(_op("add")) and not TEMPLATES["TestCommon::test_out"].applies(_op("transpose"))
+    out = TEMPLATES["TestCommon::test_out"]
+    assert out.applies(_op("add")) and not out.applies(_op("transpose"))

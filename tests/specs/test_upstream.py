@@ -111,7 +111,8 @@ def test_parse_uses_instantiate_test_metadata() -> None:
         pass
 
     TestXSPYRE = type("TestXSPYRE", (TestX,), {"test_foo_div_floor_rounding_spyre_bfloat16": inst})
-    assert _parse(TestXSPYRE, "test_foo_div_floor_rounding_spyre_bfloat16") == ("TestX", "test_foo", "div.floor_rounding", "bfloat16")
+    assert _parse(TestXSPYRE, "test_foo_div_floor_rounding_spyre_bfloat16") == \
+        ("TestX", "test_foo", "div.floor_rounding", "bfloat16")
     assert _parse(TestX, "test_foo") is None  # not an instantiated class
 
 

@@ -29,7 +29,8 @@ def test_parse_full_spec():
 
 @pytest.mark.parametrize(
     "bad",
-    ["softmax:nan", "aten::mm", "aten::mm:explode", "aten::sofmax:nan", "aten::mm.bogus:raise", "aten::mm:offset=x", "aten::mm:flaky=2", "aten::mm:nan=1"],
+    ["softmax:nan", "aten::mm", "aten::mm:explode", "aten::sofmax:nan", "aten::mm.bogus:raise", "aten::mm:offset=x",
+     "aten::mm:flaky=2", "aten::mm:nan=1"],
 )
 def test_invalid_entry_raises_value_error_naming_it(bad):
     with pytest.raises(ValueError, match="bad entry"):
