@@ -20,9 +20,6 @@ after 6 h → ``timed_out``).  One thread: rows are handled one at a time, in id
 
 from __future__ import annotations
 
-#: dashboard answers that say "not now" rather than "never": retried like a 5xx
-RETRIED_4XX = frozenset({401, 403, 408, 429})
-
 import json
 import logging
 import threading
@@ -42,6 +39,9 @@ from relay.store.outbox import dead, delivered, due, retry_later
 __all__ = ["Deliverer", "Retry", "hud_handler"]
 
 log = logging.getLogger(__name__)
+
+#: dashboard answers that say "not now" rather than "never": retried like a 5xx
+RETRIED_4XX = frozenset({401, 403, 408, 429})
 
 #: the longest wait between two tries of an outbox row (seconds)
 OUTBOX_MAX_WAIT_S = 300.0
@@ -104,7 +104,7 @@ class Deliverer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Deliverer":
+    def start(self) -> Deliverer:
         self._thread = threading.Thread(target=self._loop, name="relay-outbox", daemon=True)
         self._thread.start()
         return self
