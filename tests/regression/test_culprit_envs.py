@@ -176,13 +176,14 @@ def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
         assert listed["run-1"].culprit == run.culprit and listed["base-1"].culprit is None
     engine.dispose()
     body = build_hud_body(run, Settings()).model_dump(mode="json")
-    wf = body["untrusted"]["callback_payload"]["workflow"]
+    wf = body["relay"]  # our extras, outside the CRCR payload (issue 15)
+    assert "culprit" not in body["untrusted"]["callback_payload"]["workflow"]
     assert wf["culprit"]["commit"] == bad and wf["culprit"]["rounds"] == 2
     assert [s["failed"] for s in wf["culprit"]["steps"]] == [0, 1]
     assert wf["verdicts"]["NEW"] == 1 and wf["new_tests"] == ["run-1::t1"]
     assert HudBody.model_validate(body).model_dump(mode="json") == body  # still the HUD shape
     plain = build_hud_body(make_run("run-2"), Settings()).model_dump(mode="json")
-    assert {"culprit", "verdicts"}.isdisjoint(plain["untrusted"]["callback_payload"]["workflow"])
+    assert {"culprit", "verdicts"}.isdisjoint(plain["relay"])
 
 
 def test_commit_page_lists_runs_that_blamed_it(tmp_path: Path, live_server) -> None:
