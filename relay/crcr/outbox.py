@@ -105,6 +105,8 @@ class Deliverer:
         self._sweep = sweep
         self._sweep_interval_s = sweep_interval_s
         self._last_sweep = 0.0
+        #: sweeps finished so far (the first runs at the first pass)
+        self.sweeps = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -138,6 +140,7 @@ class Deliverer:
         if self._sweep is not None and time.monotonic() - self._last_sweep >= self._sweep_interval_s:
             self._last_sweep = time.monotonic()
             self._sweep()
+            self.sweeps += 1
         done = 0
         with self._sf() as session:
             rows = due(session)

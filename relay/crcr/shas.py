@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 
 from cachetools import TTLCache
@@ -29,15 +30,16 @@ _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 class UpstreamCommits:
-    """Commit lookups on ``upstream`` through ``github()`` clients, with the caches above."""
+    """Commit lookups on ``upstream`` through ``github()`` clients, with the caches above
+    (``timer``: seconds, monotonic; tests pass a fake clock)."""
 
     def __init__(self, upstream: str, github: Callable[[], GitHubClient], *,
                  positive_ttl_s: float = POSITIVE_TTL_S, negative_ttl_s: float = NEGATIVE_TTL_S,
-                 maxsize: int = 10_000) -> None:
+                 maxsize: int = 10_000, timer: Callable[[], float] = time.monotonic) -> None:
         self.upstream = upstream
         self._github = github
-        self._known: TTLCache[str, bool] = TTLCache(maxsize, positive_ttl_s)
-        self._unknown: TTLCache[str, bool] = TTLCache(maxsize, negative_ttl_s)
+        self._known: TTLCache[str, bool] = TTLCache(maxsize, positive_ttl_s, timer)
+        self._unknown: TTLCache[str, bool] = TTLCache(maxsize, negative_ttl_s, timer)
         self._lock = threading.Lock()
 
     def known(self, sha: str) -> bool:
