@@ -131,3 +131,31 @@ def test_page_links_only_commit_heads(relay: Relay) -> None:
     html = httpx.get(relay.url + "/").text
     assert f'href="/api/v1/commits/{"ab" * 20}"' in html
     assert 'href="/api/v1/commits/pr-head"' not in html and "<code>pr-head</code>" in html
+
+
+def test_readiness_proposes_demotion_only_after_the_grace_period() -> None:
+    """An L3 backend failing its success rate day after day: no proposal for a short bad spell,
+    ``demote`` to L2 once every day of the grace period failed (issue 15)."""
+    from datetime import datetime, timedelta, timezone
+
+    from relay.service.readiness import readiness
+    from relay.store import create_schema, make_engine, make_session_factory
+
+    engine = make_engine("sqlite://")
+    create_schema(engine)
+    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    with make_session_factory(engine)() as s:
+        for i in range(-12, 40):  # one run a day, green until 5 days before `now`, then red
+            start = now - timedelta(days=i, hours=1)
+            save_run(s, make_run(f"d-{i}", outcomes=("failed",) if i < 5 else ("passed",),
+                                 started_at=start, finished_at=start + timedelta(seconds=90)))
+        short = readiness(s, "spyre-sim", "L3", local=True, now=now, grace_days=7)
+        assert short["qualifies_for"] == "L3"
+        assert short["proposal"] == {"action": None, "failing": ["success_rate_7d"], "failed_days": 4,
+                                     "grace_days": 7}
+        late = readiness(s, "spyre-sim", "L3", local=True, now=now + timedelta(days=10), grace_days=7)
+        assert late["proposal"] == {"action": "demote", "to": "L2", "failing": ["success_rate_7d"],
+                                    "failed_days": 7}
+        assert late["qualifies_for"] == "L2"
+        assert readiness(s, "spyre-sim", "L2", local=True, now=now)["proposal"] is None
+    engine.dispose()
