@@ -87,8 +87,8 @@ def _move(session: Session, dispatch: DispatchRecord, body: CallbackBody, repo: 
         job = get_job(session, body.delivery_id, repo, **key)
         if job is None:
             raise _transition(body, repo, "skipped state: completed before in_progress")
-        if not complete_job(session, job, conclusion=wf.conclusion or "neutral",
-                            test_results=wf.test_results, artifact_url=wf.artifact_url, now=now):
+        if not complete_job(session, job, conclusion=wf.conclusion_text or "neutral",
+                            test_results=wf.counts, artifact_url=wf.artifact, now=now):
             session.rollback()
             raise _transition(body, repo, f"job is {job.state}, not IN_PROGRESS: duplicate or "
                                           "late completion")
@@ -117,7 +117,7 @@ def _dispatched(session: Session, caller: Caller, entry: AllowEntry, body: Callb
     enqueue(session, "hud", hud)
     if entry.level in ("L3", "L4") and dispatch.head_sha and dispatch.pr_number is not None:
         enqueue(session, "check", {"job_id": job.id})
-        if wf.status == "completed" and (wf.conclusion or "") in BAD_CONCLUSIONS:
+        if wf.status == "completed" and (wf.conclusion_text or "") in BAD_CONCLUSIONS:
             enqueue(session, "comment", {"job_id": job.id})
     session.commit()
     return {"ok": True, "status": wf.status, "state": job.state, "job_id": job.id,

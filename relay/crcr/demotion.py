@@ -23,7 +23,6 @@ from datetime import datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.crcr.allowlist import Allowlist
-from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
 from relay.store.demotions import clear_demotion, demoted_since, set_demotion
 from relay.store.tables import as_utc
@@ -68,7 +67,7 @@ def reconcile(session_factory: sessionmaker[Session], allowlist: Callable[[], Al
                 number = _open_demotion_pr(gh, upstream, repo)
                 if number is None and demoted_since(session, repo) is not None and refresh:
                     refresh()
-            except (GitHubAPIError, Exception) as exc:  # noqa: BLE001 - left as it is
+            except Exception as exc:  # noqa: BLE001 - GitHub or the allowlist: left as it is
                 log.warning("demotion reconcile: %s left as it is: %s", repo, exc)
                 continue
             if number is not None:

@@ -54,7 +54,7 @@ def handle_nightly(session: Session, caller: Caller, entry: AllowEntry, body: Ca
     session.add(NightlyReportRecord(
         sha=body.delivery_id, repo=caller.repo, event_type=str(body.event_type),
         run_id=wf.run_id, run_attempt=wf.run_attempt, job_name=wf.job_name or "",
-        workflow_name=wf.name, conclusion=wf.conclusion, triage_verdict=verdict, received_at=now))
+        workflow_name=wf.name, conclusion=wf.conclusion_text, triage_verdict=verdict, received_at=now))
     try:
         session.flush()
     except IntegrityError:

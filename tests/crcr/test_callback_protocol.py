@@ -75,8 +75,9 @@ def test_required_fields_and_statuses_answer_400(crcr) -> None:
         assert resp.status_code in (400, 403), (body, resp.text)
         if detail:
             assert resp.json()["detail"] == detail
-    bad_run = _post(relay, tok, {"delivery_id": "d-1", "workflow": _wf("in_progress", run_id="x1")})
-    assert bad_run.status_code == 400 and "workflow.run_id" in bad_run.json()["detail"]
+    for run_id in ("x1", 0, "0", -3, True, "1" * 101):
+        bad_run = _post(relay, tok, {"delivery_id": "d-1", "workflow": _wf("in_progress", run_id=run_id)})
+        assert bad_run.status_code == 400 and "workflow.run_id" in bad_run.json()["detail"], run_id
     assert _post(relay, tok, [1, 2]).status_code == 400
 
 
@@ -158,3 +159,17 @@ def test_zombie_resends_the_in_progress_body_timed_out(crcr) -> None:
     assert metrics["queue_time"] is None and metrics["execution_time"] >= 6 * 3600
     check = next(iter(fake.check_runs.values()))
     assert (check["conclusion"], check["output"]["title"]) == ("timed_out", "Timed_out")
+
+
+def test_odd_optional_fields_are_forwarded_not_refused(crcr) -> None:
+    """CRCR forwards whatever the optional fields hold; the relay keeps them verbatim and takes
+    into its own records only what has the expected shape."""
+    relay, fake = _dispatched(crcr)
+    tok = _token(fake, "acme/l2-ci")
+    _post(relay, tok, {"delivery_id": "d-1", "workflow": _wf("in_progress")})
+    odd = _wf("completed", conclusion="x" * 40, test_results={"passed": "many"}, artifact_url=7)
+    resp = _post(relay, tok, {"delivery_id": "d-1", "workflow": odd})
+    assert resp.status_code == 200, resp.text
+    assert _hud(relay, "acme/l2-ci")[-1]["untrusted"]["callback_payload"]["workflow"] == odd
+    jobs = httpx.get(relay.url + "/api/v1/commits/" + "a" * 40).json()["jobs"]
+    assert (jobs[0]["conclusion"], jobs[0]["test_results"]) == ("x" * 30, None)
