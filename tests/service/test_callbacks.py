@@ -134,7 +134,7 @@ def test_rate_limit_per_repo(crcr) -> None:
     relay.sender.send("pull_request", pull_request_payload(), delivery_id="rl-1")
     relay.drain()
     tok, tok2 = _token(fake, "acme/l2-ci"), _token(fake, "acme/l3-ci")
-    codes = [_cb(relay, tok, "rl-1", "in_progress", run_id=i).status_code for i in range(6)]
+    codes = [_cb(relay, tok, "rl-1", "in_progress", run_id=i).status_code for i in range(1, 7)]
     assert codes == [200] * 5 + [429]
     limited = _cb(relay, tok, "rl-1", "in_progress", run_id=99)
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1

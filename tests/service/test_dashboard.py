@@ -84,7 +84,7 @@ def test_readiness_of_downstream_repo_from_callbacks(crcr) -> None:
     relay.sender.send("pull_request", pull_request_payload(), delivery_id="rd-d")
     relay.drain()
     tok = _token(fake, "acme/l2-ci")
-    for i in range(3):
+    for i in range(1, 4):  # run id 0 is refused (CRCR reserves it)
         _cb(relay, tok, "rd-d", "in_progress", run_id=i)
         _cb(relay, tok, "rd-d", "completed", run_id=i, conclusion="success")
     r = httpx.get(relay.url + "/api/v1/backends/acme/l2-ci/readiness").json()
