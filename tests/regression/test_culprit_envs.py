@@ -3,6 +3,7 @@ culprit's storage, dashboard JSON and HUD body (no test execution here)."""
 
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -215,7 +216,7 @@ def test_git_helper_builds_distinct_commits(upstream) -> None:
 
 
 def test_pull_request_runs_head_against_base_in_their_commits_envs(fake_github_server, upstream) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from relay.domain.delivery import Delivery
     from relay.worker.handlers import on_pull_request
@@ -226,10 +227,10 @@ def test_pull_request_runs_head_against_base_in_their_commits_envs(fake_github_s
     settings = Settings(github_api_url=url, commit_env=f"git-faults:{upstream.path}")
     payload = pull_request_payload(base=upstream.commits[0], head=upstream.commits[3])
     request = on_pull_request(Delivery(id="d-1", event="pull_request", action="opened",
-                                       received_at=datetime.now(timezone.utc), payload=payload), settings)
+                                       received_at=datetime.now(UTC), payload=payload), settings)
     assert request.head_env == f"current+faults={FAULT}" and request.base_env == "current"
     assert request.ref == "refs/pull/7/head" and request.commits is None
     unknown = pull_request_payload(base="e" * 40, head=upstream.commits[3])
     with pytest.raises(CommitEnvError, match="not found in"):
         on_pull_request(Delivery(id="d-2", event="pull_request", action="opened",
-                                 received_at=datetime.now(timezone.utc), payload=unknown), settings)
+                                 received_at=datetime.now(UTC), payload=unknown), settings)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import httpx
 
 from relay.store import save_run
@@ -55,9 +57,9 @@ def test_commit_history_flaky_routes(relay: Relay) -> None:
 
 
 def test_readiness_local_backend(relay: Relay) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with relay.app.state.session_factory() as s:
         for i in range(20):  # 19 green runs of 90 s and one red one, over 40 days
             start = now - timedelta(days=2 * i, hours=1)
@@ -136,14 +138,14 @@ def test_page_links_only_commit_heads(relay: Relay) -> None:
 def test_readiness_proposes_demotion_only_after_the_grace_period() -> None:
     """An L3 backend failing its success rate day after day: no proposal for a short bad spell,
     ``demote`` to L2 once every day of the grace period failed (issue 15)."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from relay.service.readiness import readiness
     from relay.store import create_schema, make_engine, make_session_factory
 
     engine = make_engine("sqlite://")
     create_schema(engine)
-    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
     with make_session_factory(engine)() as s:
         for i in range(-12, 40):  # one run a day, green until 5 days before `now`, then red
             start = now - timedelta(days=i, hours=1)
