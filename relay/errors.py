@@ -7,6 +7,7 @@ Catch ``RelayError`` for "anything of ours".  Classes that describe bad input al
     ├── ConfigError                  settings unusable for the requested role (e.g. serve
     │   │                            without a webhook secret)
     │   ├── AllowlistError           CRCR allowlist YAML invalid; ``errors`` lists every problem
+    │   ├── CiProvidersError         CRCR ci_providers.yml (OIDC pipeline → repo map) unreadable
     │   └── CommitEnvError           RELAY_COMMIT_ENV malformed, or a commit's environment unknown
     ├── InputError                   a user-supplied change (file, diff, PR files) is unreadable
     │   ├── ChangeSourceError        a wheel / tree / git revision to diff is not usable
@@ -34,9 +35,12 @@ Catch ``RelayError`` for "anything of ours".  Classes that describe bad input al
     ├── TrimError                    a repository_dispatch payload over GitHub's cap even trimmed
     ├── CallbackError                ``POST /api/crcr/callback`` refused; ``status_code``
     │   ├── CallbackAuthError        401: bearer token missing, invalid, expired or replayed
-    │   ├── CallbackForbidden        403: valid token, but not for this delivery/repo
+    │   ├── CallbackForbidden        403: valid token, but not for this delivery/repo, or a CI
+    │   │                            pipeline not registered / a required claim not allowed
     │   ├── CallbackRateLimited      429: over 100 callbacks/min for the repo; ``retry_after``
-    │   ├── CallbackUnknown          404: no dispatch of this delivery to this repo
+    │   ├── CallbackInvalid          400: a required field missing, an unknown status, a
+    │   │                            nightly not ``completed`` or naming an unknown commit
+    │   ├── CallbackUnknown          400: no dispatch of this delivery to this repo (CRCR)
     │   └── CallbackTransitionError  400: duplicate or skipped state (CRCR state machine)
     └── HudError                     dashboard (HUD) reporting problems
         ├── HudBodyTooLarge          body over the 2 MB CRCR cap
@@ -77,10 +81,12 @@ __all__ = [
     "GitHubError",
     "GitHubAPIError",
     "AllowlistError",
+    "CiProvidersError",
     "CallbackError",
     "CallbackAuthError",
     "CallbackForbidden",
     "CallbackRateLimited",
+    "CallbackInvalid",
     "CallbackUnknown",
     "CallbackTransitionError",
     "HudError",
@@ -196,6 +202,16 @@ class AllowlistError(ConfigError):
         self.errors = list(errors)
 
 
+class CiProvidersError(ConfigError):
+    """The CI-provider map (CRCR ``ci_providers.yml``) cannot be read or is not a mapping;
+    ``errors`` holds one message per problem."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(errors))
+        self.source = source
+        self.errors = list(errors)
+
+
 class CallbackError(RelayError):
     """A downstream callback was refused; ``status_code`` is the HTTP answer."""
 
@@ -209,7 +225,8 @@ class CallbackAuthError(CallbackError):
 
 
 class CallbackForbidden(CallbackError):
-    """The token is valid but was not issued for this delivery or repo (HTTP 403)."""
+    """The token is valid but was not issued for this delivery or repo, or its CI pipeline is
+    not registered / a claim it must carry has another value (HTTP 403)."""
 
     status_code = 403
 
@@ -224,10 +241,17 @@ class CallbackRateLimited(CallbackError):
         self.retry_after = retry_after
 
 
-class CallbackUnknown(CallbackError):
-    """No dispatch of the delivery to the calling repo is recorded (HTTP 404)."""
+class CallbackInvalid(CallbackError):
+    """The callback body is unusable: a required field missing, an unknown status, a nightly
+    callback not ``completed`` or naming a commit the upstream does not have (HTTP 400)."""
 
-    status_code = 404
+    status_code = 400
+
+
+class CallbackUnknown(CallbackError):
+    """No dispatch of the delivery to the calling repo is recorded (HTTP 400, as CRCR)."""
+
+    status_code = 400
 
 
 class CallbackTransitionError(CallbackError):

@@ -11,7 +11,9 @@ its mtime / ETag changes, checked at most every ``RELAY_ALLOWLIST_REFRESH_S`` se
 ``RELAY_CALLBACK_SECRET`` signs per-dispatch callback tokens (default: derived from the webhook
 secret); ``RELAY_PUBLIC_URL`` is sent to downstreams as the callback base URL;
 ``RELAY_OIDC_JWKS_URL`` / ``RELAY_OIDC_ISSUER`` / ``RELAY_OIDC_AUDIENCE`` accept GitHub-Actions
-OIDC JWTs as callback tokens; ``RELAY_CALLBACK_RATE_PER_MIN`` (100, CRCR);
+OIDC JWTs as callback tokens; ``RELAY_CI_PROVIDERS`` (CRCR's ``ci_providers.yml``: Buildkite
+pipeline → repo) with ``RELAY_BUILDKITE_OIDC_ISSUER`` / ``RELAY_BUILDKITE_OIDC_JWKS_URL`` accepts
+Buildkite OIDC JWTs; ``RELAY_CALLBACK_RATE_PER_MIN`` (100, CRCR);
 ``RELAY_JOB_TIMEOUT_S`` (6 h, CRCR's zombie sweeper); ``RELAY_OUTBOX_POLL_S`` and
 ``RELAY_OUTBOX_BACKOFF_S`` (the deliverer's poll interval and first retry wait, seconds);
 ``RELAY_DISPATCH_MAX_WAIT_S`` (longest rate-limit wait honoured per dispatch retry).
@@ -91,6 +93,11 @@ class Settings(BaseSettings):
     oidc_jwks_url: str | None = None
     oidc_issuer: str = "https://token.actions.githubusercontent.com"
     oidc_audience: str = "spyre-relay"
+    #: CRCR ``ci_providers.yml`` (path or URL): Buildkite pipeline → repo map; set, Buildkite
+    #: OIDC tokens are accepted from ``buildkite_oidc_issuer`` (keys at its JWKS URL)
+    ci_providers: str | None = None
+    buildkite_oidc_issuer: str = "https://agent.buildkite.com"
+    buildkite_oidc_jwks_url: str | None = None
     callback_rate_per_min: int = Field(100, ge=1)
     job_timeout_s: float = 6 * 3600.0
     sweep_interval_s: float = 60.0
@@ -178,7 +185,7 @@ class Settings(BaseSettings):
         return v.rstrip("/") if v else v
 
     @model_validator(mode="after")
-    def _default_database(self) -> "Settings":
+    def _default_database(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.state_dir / 'relay.db').as_posix()}"
         return self

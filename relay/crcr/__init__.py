@@ -1,7 +1,7 @@
-"""CRCR (RFC-0050) behaviour: allowlist, fan-out, callback tokens and state machine, sweeper,
-the reporting outbox, and L3/L4 check runs and PR comments.
+"""CRCR (RFC-0050 and its newer features) as PyTorch's relay speaks it: allowlist, fan-out,
+re-runs, callbacks (dispatched and nightly), OIDC, triage verdicts, check runs and PR comments,
+demotion, the zombie sweeper and the reporting outbox.
 
-One module per concept: ``allowlist`` (levels), ``payloads`` (client_payload and trimming),
-``fanout`` (repository_dispatch), ``tokens`` (callback auth), ``callbacks`` (state machine),
-``ratelimit``, ``outbox`` (deliverer), ``checks`` (check runs, PR comments), ``sweeper``.
+One module per concept; ``README.md`` beside this file maps them and tables every CRCR behaviour
+against ours, with the reason wherever they differ.
 """

@@ -1,58 +1,64 @@
 """The CRCR allowlist: which downstream repos get which upstream events, at which level.
 
-Format (CRCR ``aws/lambda/cross_repo_ci_relay/``; design §6)::
+Grammar (CRCR ``utils/allowlist.py`` and ``tests/test_allowlist.py``; design §6)::
 
-    L1: [org/repo, ...]                       # events forwarded, nothing reported upstream
-    L2: [org/repo, ...]                       # + results on the dashboard (HUD)
-    L3: {device: {org/repo: [oncall, ...]}}   # + check runs when the PR has ciflow/crcr/<device>
-    L4: {org/repo: "oncall1, oncall2"}        # + check runs always
+    L1: [<entry>, ...]          # events dispatched, nothing reported upstream
+    L2: [<entry>, ...]          # + results on the dashboard (HUD)
+    L3:                         # + check runs while the PR has ciflow/crcr/<device>
+      <device>: {<org/repo>: <meta>, ...}
+    L4: [<entry>, ...]          # + check runs always
+    <any other key>: ...        # ignored (CRCR: silently; here with a warning)
 
-A repo sits at one level only.  Besides ``org/repo`` names an entry may name a *local
-backend* (a bare name such as ``spyre-sim``, no slash): it is not dispatched to but run by the
-relay's own processor, and its level decides what is reported.  Every problem is collected
-and raised at once as ``AllowlistError`` (messages name the level and entry).
+``<entry>`` is ``org/repo`` or a single-key mapping ``{org/repo: <meta>}``; ``<meta>`` is null,
+``"oncall1, oncall2"``, ``[oncall, ...]`` or ``{oncalls: <string or list>, events: [pull_request
+| nightly, ...]}`` (events default to both; a ``nightly``-only entry gets no PR/push dispatches).
+Names are ``str(x).strip().strip("/")``; a repo needs a ``/``.  A repo sits at one level only.
 
-``AllowlistSource`` loads from a file path or an ``http(s)://`` URL and reloads when the file's
-mtime or the URL's ``ETag`` / ``Last-Modified`` changes (checked at most every
-``refresh_s`` seconds).  A broken *reload* keeps the previous allowlist and logs the errors
-(fail soft: a typo must not stop CI); a broken *first* load raises.
+Deliberate differences (``relay/crcr/README.md``): a bare name without ``/`` (``spyre-sim``) is a
+*local backend* run by the relay itself rather than an error; ``L4`` written as a mapping (this
+relay's older form) is still read, with a warning; and every problem is collected and raised at
+once as ``AllowlistError`` instead of the first one only.
+
+``AllowlistSource`` keeps the allowlist of a file path or URL current (``relay.crcr.yamlsource``).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
+from relay.crcr.yamlsource import YamlSource, load_yaml_text
 from relay.errors import AllowlistError
 
-__all__ = ["AllowEntry", "Allowlist", "AllowlistSource", "parse_allowlist", "LEVELS"]
+__all__ = ["AllowEntry", "Allowlist", "AllowlistSource", "parse_allowlist", "LEVELS",
+           "SUPPORTED_EVENTS", "DEFAULT_EVENTS", "allowlist_for"]
 
 log = logging.getLogger(__name__)
 
 LEVELS = ("L1", "L2", "L3", "L4")
-_REPO = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+#: events an entry may subscribe to (CRCR ``SUPPORTED_CRCR_EVENTS``)
+SUPPORTED_EVENTS = frozenset({"pull_request", "nightly"})
+#: an entry without ``events`` metadata (CRCR: legacy entries get both)
+DEFAULT_EVENTS = SUPPORTED_EVENTS
 _LOCAL = re.compile(r"[A-Za-z0-9_.-]{1,100}")
-_DEVICE = re.compile(r"[A-Za-z0-9_.-]{1,50}")
+_META_KEYS = frozenset({"oncalls", "events"})
 
 
 @dataclass(frozen=True)
 class AllowEntry:
     """One allowlisted target: ``name`` (``org/repo`` or a local backend), its ``level``,
-    the ``device`` (L3 only) and the ``oncalls`` to page."""
+    the ``device`` (L3 only), the ``oncalls`` to page and the ``events`` it takes."""
 
     name: str
     level: str
     device: str | None = None
     oncalls: tuple[str, ...] = ()
+    events: frozenset[str] = DEFAULT_EVENTS
 
     @property
     def local(self) -> bool:
@@ -67,189 +73,189 @@ class AllowEntry:
 
 @dataclass(frozen=True)
 class Allowlist:
-    """Parsed allowlist; ``entries`` maps name → ``AllowEntry``."""
+    """Parsed allowlist; ``entries`` maps name → ``AllowEntry``; ``warnings`` lists what was
+    read but ignored (unknown keys, the older L4 mapping form)."""
 
     entries: dict[str, AllowEntry] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     def get(self, name: str) -> AllowEntry | None:
         return self.entries.get(name)
 
-    def external(self) -> list[AllowEntry]:
-        """Downstream repos to dispatch to, sorted by name (deterministic fan-out order)."""
-        return sorted((e for e in self.entries.values() if not e.local), key=lambda e: e.name)
+    def level_of(self, name: str) -> str | None:
+        entry = self.entries.get(name)
+        return entry.level if entry is not None else None
+
+    def external(self, event: str | None = None) -> list[AllowEntry]:
+        """Downstream repos (sorted by name: a deterministic fan-out order), optionally only
+        those subscribed to ``event`` (``pull_request`` or ``nightly``)."""
+        return sorted((e for e in self.entries.values()
+                       if not e.local and (event is None or event in e.events)),
+                      key=lambda e: e.name)
+
+    def at_or_above(self, level: str) -> list[AllowEntry]:
+        """Downstream repos at ``level`` or higher, sorted by name."""
+        return [e for e in self.external() if e.level >= level]
 
     @classmethod
-    def local_only(cls, backend: str, level: str = "L2") -> "Allowlist":
+    def local_only(cls, backend: str, level: str = "L2") -> Allowlist:
         """The allowlist used when none is configured: the local backend alone."""
         return cls({backend: AllowEntry(backend, level)})
 
 
-def _names(value: Any, where: str, errors: list[str]) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        errors.append(f"{where}: expected a list of org/repo names, got {type(value).__name__}")
-        return []
-    out = []
-    for item in value:
-        if not isinstance(item, str):
-            errors.append(f"{where}: entry {item!r} is not a string")
+class _Parse:
+    """One parse: entries found and every error, each message naming where it is."""
+
+    def __init__(self) -> None:
+        self.found: list[AllowEntry] = []
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def name(self, raw: Any, where: str) -> str | None:
+        text = str(raw).strip().strip("/")
+        if not text:
+            self.errors.append(f"{where}: empty repo name")
+        elif "/" not in text and not _LOCAL.fullmatch(text):
+            self.errors.append(f"{where}: {raw!r} must be in owner/repo format (or a local "
+                               "backend name)")
         else:
-            out.append(item.strip())
-    return out
+            return text
+        return None
 
-
-def _oncalls(value: Any, where: str, errors: list[str]) -> tuple[str, ...]:
-    if value is None:
+    def oncalls(self, value: Any, where: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return tuple(p.strip() for p in value.split(",") if p.strip())
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(v.strip() for v in value if v.strip())
+        self.errors.append(f"{where}: oncalls must be a list of names or a comma-separated string")
         return ()
-    if isinstance(value, str):
-        return tuple(p.strip() for p in value.split(",") if p.strip())
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v.strip() for v in value if v.strip())
-    errors.append(f"{where}: oncalls must be a list of names or a comma-separated string")
-    return ()
+
+    def events(self, value: Any, where: str) -> frozenset[str]:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            self.errors.append(f"{where}: events must be a non-empty list of event names")
+            return DEFAULT_EVENTS
+        if len(set(value)) != len(value):
+            self.errors.append(f"{where}: events lists an event twice")
+        bad = sorted(set(value) - SUPPORTED_EVENTS)
+        if bad:
+            self.errors.append(f"{where}: unsupported event {', '.join(map(repr, bad))} "
+                               f"(supported: {', '.join(sorted(SUPPORTED_EVENTS))})")
+        return frozenset(value) & SUPPORTED_EVENTS or DEFAULT_EVENTS
+
+    def meta(self, value: Any, where: str) -> tuple[tuple[str, ...], frozenset[str]]:
+        """``(oncalls, events)`` of an entry's value."""
+        if not isinstance(value, dict):
+            return self.oncalls(value, where), DEFAULT_EVENTS
+        unknown = sorted(set(map(str, value)) - _META_KEYS)
+        if unknown:
+            self.errors.append(f"{where}: unsupported metadata {', '.join(map(repr, unknown))} "
+                               "(expected oncalls, events)")
+        events = self.events(value["events"], where) if "events" in value else DEFAULT_EVENTS
+        return self.oncalls(value.get("oncalls"), where), events
+
+    def add(self, raw_name: Any, meta: Any, level: str, where: str, device: str | None = None) -> None:
+        name = self.name(raw_name, where)
+        if name is not None:
+            oncalls, events = self.meta(meta, f"{where} {name}")
+            self.found.append(AllowEntry(name, level, device, oncalls, events))
+
+    def entry_list(self, value: Any, level: str) -> None:
+        if value is None:
+            return
+        if level == "L4" and isinstance(value, dict):  # this relay's older form
+            self.warnings.append("L4 written as a mapping; CRCR expects a list like L1/L2")
+            for name, meta in value.items():
+                self.add(name, meta, level, level)
+            return
+        if not isinstance(value, list):
+            self.errors.append(f"{level}: must be a list of entries, got {type(value).__name__}")
+            return
+        for i, item in enumerate(value):
+            where = f"{level}[{i}]"
+            if isinstance(item, str):
+                self.add(item, None, level, where)
+            elif isinstance(item, dict) and len(item) == 1:
+                ((name, meta),) = item.items()
+                self.add(name, meta, level, where)
+            elif isinstance(item, dict):
+                self.errors.append(f"{where}: a mapping entry must have exactly one key "
+                                   f"(org/repo), got {len(item)}")
+            else:
+                self.errors.append(f"{where}: entry {item!r} is neither org/repo nor "
+                                   "{org/repo: oncalls}")
+
+    def devices(self, value: Any) -> None:
+        if value is None:
+            return
+        if not isinstance(value, dict):
+            self.errors.append("L3: must be a device mapping {device: {org/repo: [oncall, ...]}}")
+            return
+        for raw_device, repos in value.items():
+            device = str(raw_device).strip() if raw_device is not None else ""
+            if not device:
+                self.errors.append("L3: device name must not be empty")
+                continue
+            if repos is None:
+                continue
+            if not isinstance(repos, dict):
+                self.errors.append(f"L3.{device}: must be a mapping {{org/repo: [oncall, ...]}}")
+                continue
+            for name, meta in repos.items():
+                self.add(name, meta, "L3", f"L3.{device}", device)
 
 
 def parse_allowlist(data: Any, source: str = "<allowlist>") -> Allowlist:
-    """Validate the loaded YAML ``data``; raises ``AllowlistError`` listing every problem."""
-    errors: list[str] = []
-    found: list[AllowEntry] = []
+    """Validate loaded YAML ``data`` (grammar in the module docstring); raises
+    ``AllowlistError`` listing every problem.  Unknown top-level keys are logged and ignored."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise AllowlistError(source, [f"top level must be a mapping of L1..L4, got "
-                                      f"{type(data).__name__}"])
+        raise AllowlistError(source, [f"expected a mapping with L1-L4 keys, got {type(data).__name__}"])
+    p = _Parse()
     for key in data:
         if key not in LEVELS:
-            errors.append(f"unknown key {key!r} (expected one of {', '.join(LEVELS)})")
-    for level in ("L1", "L2"):
-        found += [AllowEntry(n, level) for n in _names(data.get(level), level, errors)]
-    l3 = data.get("L3") or {}
-    if not isinstance(l3, dict):
-        errors.append("L3: expected {device: {org/repo: [oncall, ...]}}")
-    else:
-        for device, repos in l3.items():
-            if not isinstance(device, str) or not _DEVICE.fullmatch(device):
-                errors.append(f"L3: invalid device name {device!r}")
-                continue
-            if not isinstance(repos, dict):
-                errors.append(f"L3.{device}: expected {{org/repo: [oncall, ...]}}")
-                continue
-            for name, oncalls in repos.items():
-                found.append(AllowEntry(str(name).strip(), "L3", device,
-                                        _oncalls(oncalls, f"L3.{device}.{name}", errors)))
-    l4 = data.get("L4") or {}
-    if not isinstance(l4, dict):
-        errors.append('L4: expected {org/repo: "oncall1, oncall2"}')
-    else:
-        for name, oncalls in l4.items():
-            found.append(AllowEntry(str(name).strip(), "L4", None,
-                                    _oncalls(oncalls, f"L4.{name}", errors)))
+            p.warnings.append(f"unknown top-level key {key!r} ignored")
+    for level in ("L1", "L2", "L4"):
+        p.entry_list(data.get(level), level)
+    p.devices(data.get("L3"))
     entries: dict[str, AllowEntry] = {}
-    for entry in found:
-        if not (_REPO.fullmatch(entry.name) or _LOCAL.fullmatch(entry.name)):
-            errors.append(f"{entry.level}: {entry.name!r} is not org/repo or a backend name")
-            continue
+    for entry in p.found:
         if entry.name in entries:
             first = entries[entry.name]
             where = "twice at " + entry.level if first.level == entry.level else \
                 f"at {first.level} and {entry.level}"
-            errors.append(f"{entry.name} is listed {where}; a repo sits at one level only")
+            p.errors.append(f"duplicate repo {entry.name!r}: listed {where}; a repo sits at one "
+                            "level only")
             continue
         entries[entry.name] = entry
-    if errors:
-        raise AllowlistError(source, errors)
-    return Allowlist(entries)
+    if p.errors:
+        raise AllowlistError(source, p.errors)
+    for warning in p.warnings:
+        log.warning("allowlist %s: %s", source, warning)
+    return Allowlist(entries, tuple(p.warnings))
 
 
 def _parse_text(text: str, source: str) -> Allowlist:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise AllowlistError(source, [f"not valid YAML: {exc}"]) from None
-    return parse_allowlist(data, source)
+    return parse_allowlist(load_yaml_text(text, source, AllowlistError), source)
 
 
-class AllowlistSource:
-    """The current allowlist from ``location`` (path or URL), reloaded when it changes.
-
-    ``get()`` is called once per delivery processed and per callback; it stats the file (or
-    sends a conditional GET with ``If-None-Match`` / ``If-Modified-Since``) at most every
-    ``refresh_s`` seconds.  ``reloads`` counts successful (re)loads.
-    """
+class AllowlistSource(YamlSource[Allowlist]):
+    """The current allowlist of ``location`` (path or URL), reloaded when it changes
+    (``relay.crcr.yamlsource.YamlSource``).  Raises ``AllowlistError`` when the first load fails."""
 
     def __init__(self, location: str, *, refresh_s: float = 5.0,
                  transport: httpx.BaseTransport | None = None) -> None:
-        self.location = location
-        self.refresh_s = refresh_s
-        self.reloads = 0
-        self._is_url = location.startswith(("http://", "https://"))
-        self._transport = transport
-        self._lock = threading.Lock()
-        self._version: Any = None
-        self._checked = 0.0
-        self._current = self._load(force=True)
-        if self._current is None:  # pragma: no cover - _load(force=True) raises instead
-            raise AllowlistError(location, ["could not be loaded"])
-
-    def get(self) -> Allowlist:
-        with self._lock:
-            now = time.monotonic()
-            if now - self._checked >= self.refresh_s:
-                self._checked = now
-                try:
-                    fresh = self._load(force=False)
-                except Exception as exc:  # noqa: BLE001 - fail soft on reload
-                    log.error("allowlist reload from %s failed, keeping the old one: %s",
-                              self.location, exc)
-                    fresh = None
-                if fresh is not None:
-                    self._current = fresh
-            return self._current
-
-    def _load(self, *, force: bool) -> Allowlist | None:
-        if self._is_url:
-            return self._load_url(force)
-        path = Path(self.location)
-        try:
-            stamp = path.stat().st_mtime_ns
-        except OSError as exc:
-            raise AllowlistError(self.location, [f"cannot read: {exc.strerror}"]) from None
-        if not force and stamp == self._version:
-            return None
-        parsed = _parse_text(path.read_text(encoding="utf-8"), self.location)
-        self._version = stamp
-        self.reloads += 1
-        return parsed
-
-    def _load_url(self, force: bool) -> Allowlist | None:
-        headers = {}
-        if not force and isinstance(self._version, dict):
-            headers = self._version
-        with httpx.Client(timeout=10.0, transport=self._transport) as client:
-            try:
-                resp = client.get(self.location, headers=headers)
-            except httpx.HTTPError as exc:
-                raise AllowlistError(self.location, [f"fetch failed: {exc}"]) from None
-        if resp.status_code == 304:
-            return None
-        if resp.status_code != 200:
-            raise AllowlistError(self.location, [f"fetch answered HTTP {resp.status_code}"])
-        parsed = _parse_text(resp.text, self.location)
-        version = {}
-        if etag := resp.headers.get("etag"):
-            version["If-None-Match"] = etag
-        if modified := resp.headers.get("last-modified"):
-            version["If-Modified-Since"] = modified
-        self._version = version
-        self.reloads += 1
-        return parsed
+        super().__init__(location, _parse_text, error=AllowlistError, refresh_s=refresh_s,
+                         transport=transport)
 
 
 def allowlist_for(location: str | None, backend: str, *, refresh_s: float = 5.0) -> Callable[[], Allowlist]:
     """The current-allowlist callable for ``RELAY_ALLOWLIST`` (``location``): a reloading
-    ``AllowlistSource``, or — unset — the local ``backend`` alone at L2 (results on the
-    dashboard, nothing dispatched).  Raises ``AllowlistError`` when the first load fails."""
+    ``AllowlistSource``'s ``get`` (its ``refresh`` reachable as ``.__self__.refresh``), or —
+    unset — the local ``backend`` alone at L2 (results on the dashboard, nothing dispatched).
+    Raises ``AllowlistError`` when the first load fails."""
     if not location:
         fixed = Allowlist.local_only(backend, "L2")
         return lambda: fixed

@@ -1,9 +1,16 @@
 """L3/L4 reporting on the upstream PR: one check run per downstream job, one comment per
 failing repo.
 
-Rules (CRCR; design §6): check runs go on the upstream head commit, named
-``crcr/<owner>/<repo>/<workflow>/<job>`` with ``external_id`` = ``<run_id>:<pr>``; L4 repos
-always get them, L3 repos only while the PR carries ``ciflow/crcr/<device>``.  The label may
+Rules (CRCR ``utils/gh_helper.py``, ``callback/callback_handler.py``; design §6): check runs
+go on the upstream head commit, named ``crcr/<owner>/<repo>/<workflow>/<job>``, ``external_id``
+= ``<run_id>:<pr>``, ``details_url`` = ``https://github.com/<repo>/actions/runs/<run_id>``,
+``output.title`` ``In progress`` | the conclusion capitalized (``Timed_out``) | ``Completed``,
+``output.summary`` ``<repo> workflow: <details_url>`` (our test counts follow on a second
+line).  Only with a PR: a pull request, or a push of ``refs/tags/ciflow/trunk/<pr>`` — other
+pushes and deleted refs get none.  L4 repos always get them, L3 repos only while the PR
+carries ``ciflow/crcr/<device>`` and the repo is not under demotion (``relay.crcr.demotion``; a
+job started before the demotion still gets its check run finished).  Deliberately, one check
+run per job is created and then edited (CRCR creates a new one per callback).  The label may
 arrive before, during or after the run: ``on_labeled`` (called once per ``labeled``
 delivery) queues a check sync for every L3 job of that device on the PR, so a late label
 still produces the checks.  A failing L3/L4 job leaves one comment per repo on the PR, found
@@ -21,6 +28,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from relay.crcr.demotion import suppressed
 from relay.domain.delivery import Delivery
 from relay.github.checks import (
     CHECK_CONCLUSIONS,
@@ -29,13 +37,13 @@ from relay.github.checks import (
     upsert_marked_comment,
 )
 from relay.github.client import GitHubClient
-from relay.store.dispatches import pr_labels
+from relay.store.dispatches import pr_labels, record_labels
 from relay.store.jobs import jobs_for_pr
 from relay.store.outbox import enqueue
 from relay.store.tables import DispatchRecord, JobRecord
 
-__all__ = ["check_name", "checks_enabled", "sync_check", "sync_comment", "on_labeled",
-           "comment_marker"]
+__all__ = ["check_name", "checks_enabled", "check_output", "details_url", "sync_check",
+           "sync_comment", "on_labeled", "comment_marker"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +57,10 @@ def comment_marker(repo: str) -> str:
 
 
 def checks_enabled(session: Session, dispatch: DispatchRecord) -> bool:
-    """L4: always; L3: the PR has (or had in its payload) ``ciflow/crcr/<device>``."""
+    """A PR and a head commit, and L4, or L3 with the PR labelled (or its payload)
+    ``ciflow/crcr/<device>``."""
+    if not dispatch.head_sha or dispatch.pr_number is None:
+        return False
     if dispatch.level == "L4":
         return True
     if dispatch.level != "L3" or not dispatch.device:
@@ -57,27 +68,40 @@ def checks_enabled(session: Session, dispatch: DispatchRecord) -> bool:
     label = f"ciflow/crcr/{dispatch.device}"
     if label in (dispatch.labels or []):
         return True
-    return dispatch.pr_number is not None and label in pr_labels(
-        session, dispatch.upstream, dispatch.pr_number)
+    return label in pr_labels(session, dispatch.upstream, dispatch.pr_number)
+
+
+def details_url(repo: str, run_id: str) -> str:
+    """The downstream run's page (CRCR: a GitHub Actions run URL)."""
+    return f"https://github.com/{repo}/actions/runs/{run_id}"
+
+
+def check_output(status: str, conclusion: str | None, repo: str, url: str,
+                 counts: dict[str, int] | None = None) -> dict[str, str]:
+    """``output`` of a check run: CRCR's title and summary, then our test counts."""
+    title = "In progress" if status != "completed" else \
+        (conclusion.capitalize() if conclusion else "Completed")
+    summary = f"{repo} workflow: {url}"
+    if counts:
+        summary += "\n\nTests: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+    return {"title": title, "summary": summary}
 
 
 def _fields(job: JobRecord, dispatch: DispatchRecord) -> dict[str, Any]:
+    url = details_url(job.repo, job.run_id)
     fields: dict[str, Any] = {
-        "name": check_name(job), "head_sha": dispatch.head_sha,
-        "external_id": f"{job.run_id}:{dispatch.pr_number if dispatch.pr_number is not None else ''}",
+        "name": check_name(job), "head_sha": dispatch.head_sha, "details_url": url,
+        "external_id": f"{job.run_id}:{dispatch.pr_number}",
         "started_at": job.started_at.isoformat() if job.started_at else None,
     }
     if job.state == "IN_PROGRESS":
         fields["status"] = "in_progress"
+        fields["output"] = check_output("in_progress", None, job.repo, url, job.test_results)
     else:
         conclusion = job.conclusion if job.conclusion in CHECK_CONCLUSIONS else "neutral"
         fields.update(status="completed", conclusion=conclusion,
-                      completed_at=job.completed_at.isoformat() if job.completed_at else None)
-    counts = job.test_results or {}
-    summary = ", ".join(f"{k}: {v}" for k, v in counts.items()) or "no test counts reported"
-    fields["output"] = {"title": f"{job.repo} {job.state.lower()}", "summary": summary}
-    if job.artifact_url:
-        fields["details_url"] = job.artifact_url
+                      completed_at=job.completed_at.isoformat() if job.completed_at else None,
+                      output=check_output("completed", conclusion, job.repo, url, job.test_results))
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -95,10 +119,12 @@ def sync_check(session: Session, gh: GitHubClient, job_id: int) -> str:
     if loaded is None:
         return "gone"
     job, dispatch = loaded
-    if not dispatch.head_sha or not checks_enabled(session, dispatch):
+    if not checks_enabled(session, dispatch):
         return "not-enabled"
     fields = _fields(job, dispatch)
     if job.check_run_id is None:
+        if suppressed(session, dispatch.level, job.repo, job.started_at):
+            return "demoted"
         job.check_run_id = create_check_run(gh, dispatch.upstream, fields)
         session.commit()
         return "created"
@@ -111,9 +137,11 @@ def sync_comment(session: Session, gh: GitHubClient, job_id: int) -> str:
     loaded = _load(session, job_id)
     if loaded is None:
         return "gone"
-    _, dispatch = loaded
+    job, dispatch = loaded
     if dispatch.pr_number is None or not checks_enabled(session, dispatch):
         return "not-enabled"
+    if suppressed(session, dispatch.level, job.repo, job.started_at):
+        return "demoted"
     failing = [j for j, d in jobs_for_pr(session, dispatch.upstream, dispatch.pr_number)
                if j.repo == dispatch.repo and d.head_sha == dispatch.head_sha
                and j.conclusion in ("failure", "timed_out", "cancelled", "startup_failure")]
@@ -138,15 +166,14 @@ def on_labeled(delivery: Delivery, session_factory: sessionmaker[Session]) -> in
     device = label.removeprefix("ciflow/crcr/")
     upstream = (delivery.payload.get("repository") or {}).get("full_name", "")
     number = delivery.payload.get("number")
-    if number is None:
+    if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**31:
         return 0
     queued = 0
     with session_factory() as session:
-        from relay.store.dispatches import record_labels
-
         record_labels(session, upstream, int(number), [label])
         for job, dispatch in jobs_for_pr(session, upstream, int(number)):
-            if dispatch.level == "L3" and dispatch.device == device:
+            if dispatch.level == "L3" and dispatch.device == device and \
+                    (job.check_run_id is not None or not suppressed(session, "L3", job.repo)):
                 enqueue(session, "check", {"job_id": job.id})
                 if job.conclusion in ("failure", "timed_out", "cancelled", "startup_failure"):
                     enqueue(session, "comment", {"job_id": job.id})

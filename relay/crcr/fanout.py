@@ -1,7 +1,11 @@
-"""Fan-out: one ``repository_dispatch`` per allowlisted downstream repo for each delivery.
+"""Fan-out: one ``repository_dispatch`` per allowlisted downstream repo for each dispatched delivery.
 
-Called once per processed delivery (by ``relay.worker.processing.process_delivery``, after the
-delivery is claimed and before the local backend runs).  For each external allowlist entry:
+Called once per processed delivery (``relay.crcr.events.handle_upstream``, after the delivery is
+claimed and before the local backend runs) for the events CRCR dispatches: ``pull_request``
+opened / reopened / synchronize / closed and every ``push`` of the upstream (CRCR
+``webhook/event_handler.py``).  Targets: every external allowlist entry subscribed to
+``pull_request`` events (all of them unless its ``events`` metadata says ``nightly`` only),
+sorted by name.  For each:
 
 1. the dispatch row is written (``pending``) and committed *before* the call;
 2. the CRCR ``client_payload`` is built (``relay.crcr.payloads``) with a per-dispatch
@@ -12,8 +16,12 @@ delivery is claimed and before the local backend runs).  For each external allow
    ``X-RateLimit-Reset``); the row becomes ``sent`` or ``failed`` (error text kept).
 
 Rows already ``sent`` are skipped, so a delivery re-processed after a crash re-sends only what
-was not confirmed (at-least-once delivery to downstreams).  ``check_run`` ``rerequested`` goes
-only to the repo named in the check run (``crcr/<owner>/<repo>/<workflow>/<job>``).
+was not confirmed (at-least-once delivery to downstreams).
+
+``change_facts`` gives the PR context check runs need (CRCR ``utils/misc.py``
+``extract_pr_context``): a pull request's number and head; for a push, the PR of a
+``refs/tags/ciflow/trunk/<pr>`` tag and ``after`` — any other push has no PR, so no check run;
+a deleted ref (``after`` = forty zeros) has no head.
 """
 
 from __future__ import annotations
@@ -34,10 +42,14 @@ from relay.github.client import GitHubClient
 from relay.settings import Settings
 from relay.store.dispatches import ensure_dispatch, mark_dispatch, record_labels
 
-__all__ = ["FanoutContext", "fan_out", "targets", "change_facts", "CALLBACK_PATH"]
+__all__ = ["FanoutContext", "fan_out", "targets", "change_facts", "CALLBACK_PATH", "ZERO_SHA",
+           "CIFLOW_TRUNK_PREFIX"]
 
 log = logging.getLogger(__name__)
 CALLBACK_PATH = "/api/crcr/callback"
+ZERO_SHA = "0" * 40
+#: pushes of these tags are a PR's trunk CI (``ciflow/trunk/<pr>``); other pushes have no PR
+CIFLOW_TRUNK_PREFIX = "refs/tags/ciflow/trunk/"
 
 
 @dataclass
@@ -50,38 +62,36 @@ class FanoutContext:
     github: Callable[[], GitHubClient]
 
 
+def _pr_number(value: Any) -> int | None:
+    """A PR number that fits the store (1 .. 2**31 - 1), else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and 0 < value < 2**31 else None
+
+
 def change_facts(delivery: Delivery) -> dict[str, Any]:
     """``{upstream, head_sha, pr_number, labels}`` of a delivery (for checks and comments)."""
     p = delivery.payload
-    upstream = (p.get("repository") or {}).get("full_name", "")
+    upstream = str((p.get("repository") or {}).get("full_name", ""))
     if delivery.event == "pull_request":
         pr = p.get("pull_request") or {}
-        return {"upstream": upstream, "head_sha": (pr.get("head") or {}).get("sha"),
-                "pr_number": p.get("number") or pr.get("number"),
-                "labels": [lb.get("name", "") for lb in pr.get("labels") or []]}
-    if delivery.event == "check_run":
-        cr = p.get("check_run") or {}
-        pulls = cr.get("pull_requests") or []
-        number = pulls[0].get("number") if pulls else None
-        if number is None and ":" in str(cr.get("external_id", "")):
-            tail = str(cr["external_id"]).rsplit(":", 1)[1]
-            number = int(tail) if tail.isdigit() else None
-        return {"upstream": upstream, "head_sha": cr.get("head_sha"), "pr_number": number,
-                "labels": []}
-    return {"upstream": upstream, "head_sha": p.get("after"), "pr_number": None, "labels": []}
+        head = (pr.get("head") or {}).get("sha")
+        labels = [str(lb.get("name", "")) for lb in pr.get("labels") or [] if isinstance(lb, dict)]
+        return {"upstream": upstream, "head_sha": head if isinstance(head, str) else None,
+                "pr_number": _pr_number(p.get("number", pr.get("number"))), "labels": labels}
+    after, ref = p.get("after"), str(p.get("ref") or "")
+    pr_number = _pr_number(ref.removeprefix(CIFLOW_TRUNK_PREFIX)) \
+        if ref.startswith(CIFLOW_TRUNK_PREFIX) else None
+    head = after if isinstance(after, str) and after != ZERO_SHA else None
+    return {"upstream": upstream, "head_sha": head, "pr_number": pr_number, "labels": []}
 
 
-def targets(delivery: Delivery, allowlist: Allowlist) -> list[AllowEntry]:
-    """External repos to dispatch ``delivery`` to (sorted by name)."""
-    external = allowlist.external()
-    if delivery.event == "check_run":
-        name = str((delivery.payload.get("check_run") or {}).get("name", ""))
-        parts = name.split("/")
-        if len(parts) < 3 or parts[0] != "crcr":
-            return []
-        repo = f"{parts[1]}/{parts[2]}"
-        return [e for e in external if e.name == repo]
-    return external
+def targets(allowlist: Allowlist) -> list[AllowEntry]:
+    """External repos a pull_request / push delivery goes to (sorted by name): every entry
+    subscribed to ``pull_request`` events (CRCR: ``events: [nightly]`` entries get none)."""
+    return allowlist.external("pull_request")
 
 
 def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
@@ -92,7 +102,7 @@ def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
     if facts["pr_number"] is not None and ciflow:  # only these labels gate anything (L3)
         with sf() as session:
             record_labels(session, facts["upstream"], int(facts["pr_number"]), ciflow)
-    todo = targets(delivery, ctx.allowlist())
+    todo = targets(ctx.allowlist())
     if not todo:
         return {}
     key = ctx.settings.callback_key()
@@ -110,13 +120,14 @@ def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
             if status == "sent":
                 outcome[entry.name] = "sent"
                 continue
-            outcome[entry.name] = _send(gh, sf, row_id, entry, delivery, key, callback_url)
+            outcome[entry.name] = _send(gh, sf, row_id, entry, delivery, key, callback_url,
+                                        ctx.settings.job_timeout_s + 3600)
     return outcome
 
 
 def _send(gh: GitHubClient, sf: sessionmaker[Session], row_id: int, entry: AllowEntry,
-          delivery: Delivery, key: bytes, callback_url: str) -> str:
-    token = issue_dispatch_token(key, delivery.id, entry.name)
+          delivery: Delivery, key: bytes, callback_url: str, ttl_s: float) -> str:
+    token = issue_dispatch_token(key, delivery.id, entry.name, ttl_s=ttl_s)
     try:
         body, trimmed_from = build_client_payload(
             delivery.event, delivery.id, delivery.payload,

@@ -6,7 +6,8 @@ after ``kick()``), takes due rows oldest first — FIFO per kind: a row that mus
 back the newer rows of its kind — and hands each to the handler for its kind:
 
 * ``hud``: POST the body to ``{dashboard}/api/crcr/results`` (this relay in-process when
-  ``RELAY_DASHBOARD_URL`` is unset); 2xx → delivered, 5xx / transport error → retried after
+  ``RELAY_DASHBOARD_URL`` is unset); 2xx → delivered, 409 (HUD: that record is already final,
+  CRCR's ``duplicate``) → delivered, 5xx / transport error → retried after
   ``backoff_s · 2^attempts`` (≤ 300 s) for as long as the dashboard is down — and on 401, 403,
   408 and 429 too (a token being rotated or a rate limit: fixable, so results are kept waiting,
   in order, rather than dropped); other 4xx (the body itself refused) → ``dead`` with the answer
@@ -14,14 +15,12 @@ back the newer rows of its kind — and hands each to the handler for its kind:
 * ``check`` / ``comment``: ``relay.crcr.checks.sync_check`` / ``sync_comment`` against GitHub
   (``GitHubAPIError`` 5xx/429/0 → retried, other 4xx → dead).
 
-Every ``sweep_interval_s`` it also runs ``relay.crcr.sweeper.sweep`` (CRCR: no completion
-after 6 h → ``timed_out``).  One thread: rows are handled one at a time, in id order.
+Every ``sweep_interval_s`` it also runs the sweep it was given (``relay.crcr.sweeper``: no
+completion after the job timeout → ``timed_out``; L3 demotions reconciled).  One thread: rows
+are handled one at a time, in id order.
 """
 
 from __future__ import annotations
-
-#: dashboard answers that say "not now" rather than "never": retried like a 5xx
-RETRIED_4XX = frozenset({401, 403, 408, 429})
 
 import json
 import logging
@@ -42,6 +41,9 @@ from relay.store.outbox import dead, delivered, due, retry_later
 __all__ = ["Deliverer", "Retry", "hud_handler"]
 
 log = logging.getLogger(__name__)
+
+#: dashboard answers that say "not now" rather than "never": retried like a 5xx
+RETRIED_4XX = frozenset({401, 403, 408, 429})
 
 #: the longest wait between two tries of an outbox row (seconds)
 OUTBOX_MAX_WAIT_S = 300.0
@@ -65,6 +67,9 @@ def hud_handler(send: Callable[[bytes], httpx.Response]) -> Handler:
             raise Retry(f"{type(exc).__name__}: {exc}") from None
         if resp.status_code >= 500 or resp.status_code in RETRIED_4XX:
             raise Retry(f"dashboard answered {resp.status_code}: {resp.text[:200]}")
+        if resp.status_code == 409:
+            log.info("dashboard already holds that record final (409): duplicate")
+            return
         if resp.status_code >= 400:
             raise ValueError(f"dashboard refused the body: {resp.status_code} {resp.text[:500]}")
 
@@ -100,11 +105,13 @@ class Deliverer:
         self._sweep = sweep
         self._sweep_interval_s = sweep_interval_s
         self._last_sweep = 0.0
+        #: sweeps finished so far (the first runs at the first pass)
+        self.sweeps = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Deliverer":
+    def start(self) -> Deliverer:
         self._thread = threading.Thread(target=self._loop, name="relay-outbox", daemon=True)
         self._thread.start()
         return self
@@ -133,6 +140,7 @@ class Deliverer:
         if self._sweep is not None and time.monotonic() - self._last_sweep >= self._sweep_interval_s:
             self._last_sweep = time.monotonic()
             self._sweep()
+            self.sweeps += 1
         done = 0
         with self._sf() as session:
             rows = due(session)

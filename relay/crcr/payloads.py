@@ -59,7 +59,7 @@ def _copy_path(src: Any, dst: dict[str, Any], parts: list[str]) -> None:
         if not isinstance(value, list):
             return
         items = dst.setdefault(key, [{} for _ in value])
-        for item_src, item_dst in zip(value, items):
+        for item_src, item_dst in zip(value, items, strict=False):
             _copy_path(item_src, item_dst, rest)
         return
     _copy_path(value, dst.setdefault(key, {}), rest)

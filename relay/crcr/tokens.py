@@ -1,107 +1,95 @@
 """Bearer tokens accepted by ``POST /api/crcr/callback``.
 
-Two kinds (``Authorization: Bearer <token>``):
+``Authorization: Bearer <token>`` — the scheme is matched case-insensitively (RFC 7235 §2.1;
+CRCR strips ``Bearer `` in any case).  Two kinds of token:
 
-* **Per-dispatch HMAC tokens**, issued when the relay dispatches and sent to the downstream in
-  ``client_payload.callback.token``: ``crcr1.<base64url(JSON claims)>.<hex HMAC-SHA256>`` with
-  claims ``{"d": delivery_id, "r": "org/repo", "x": expiry epoch s}``.  The key is
-  ``Settings.callback_key()``.  A token authenticates its repo and is valid only for its own
-  delivery (403 otherwise) until expiry (default 7 h: CRCR's 6 h job limit plus margin).
-  Replays of the same callback are refused by the state machine (400).
-* **GitHub-Actions OIDC JWTs** (GitHub docs, "About security hardening with OpenID Connect"):
-  RS256, verified with PyJWT against the configured JWKS (``RELAY_OIDC_JWKS_URL``), ``iss``
-  = ``RELAY_OIDC_ISSUER``, ``aud`` = ``RELAY_OIDC_AUDIENCE``, ``exp`` required; the caller's
-  repo is the ``repository`` claim.  Each ``jti`` is accepted once (``token_uses`` table):
-  a replayed JWT is refused with 401.
+* **Per-dispatch tokens** (ours; CRCR has none): a JWT signed HS256 with PyJWT, issued when the
+  relay dispatches and sent to the downstream in ``client_payload.callback.token``; claims ``iss``
+  = ``spyre-relay``, ``aud`` = ``spyre-relay-callback``, ``delivery_id``, ``repository``,
+  ``iat``, ``exp`` (the job timeout plus an hour: a job may report until the sweeper gives up on
+  it) and a random ``jti``.  Key: ``Settings.callback_key()``.  Such a token authenticates its
+  repo for its own delivery only (403 for another delivery); a callback replayed with it is
+  refused by the state machine (400), since every state is entered once.
+* **OIDC JWTs** of GitHub Actions or Buildkite (``relay.crcr.oidc``), RS256 against the issuer's
+  JWKS.  Each token is accepted once (its ``iss``+``jti``, or its SHA-256 without a ``jti``, in
+  the ``token_uses`` table): a replayed JWT is refused with 401.  CRCR accepts replays (README,
+  "Known limitations"); refusing them is a deliberate difference.
 
-``authenticate`` returns a ``Caller``; every failure raises ``CallbackAuthError`` (401).
+``authenticate`` returns a ``Caller``; failures raise ``CallbackAuthError`` (401) or
+``CallbackForbidden`` (403).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
-import json
 import time
+import uuid
 from dataclasses import dataclass
 
 import jwt
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from relay.crcr.oidc import OidcVerifier
 from relay.errors import CallbackAuthError
 from relay.store.tables import TokenUseRecord
 
-__all__ = ["Caller", "issue_dispatch_token", "verify_dispatch_token", "OidcVerifier",
-           "authenticate", "TOKEN_TTL_S"]
+__all__ = ["Caller", "issue_dispatch_token", "verify_dispatch_token", "authenticate",
+           "bearer_token", "TOKEN_TTL_S", "DISPATCH_ISSUER"]
 
+#: default lifetime of a per-dispatch token: CRCR's job limit used here (6 h) plus an hour
 TOKEN_TTL_S = 7 * 3600
-_PREFIX = "crcr1"
+DISPATCH_ISSUER = "spyre-relay"
+DISPATCH_AUDIENCE = "spyre-relay-callback"
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who called: ``repo`` (verified), ``delivery_id`` the token is bound to (``None`` for OIDC),
-    ``kind`` (``dispatch`` | ``oidc``)."""
+    """Who called: ``repo`` (verified), ``delivery_id`` the token is bound to (``None`` for
+    OIDC), ``kind`` (``dispatch`` | ``github`` | ``buildkite``)."""
 
     repo: str
     delivery_id: str | None
     kind: str
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def issue_dispatch_token(key: bytes, delivery_id: str, repo: str, *,
-                         ttl_s: int = TOKEN_TTL_S, now: float | None = None) -> str:
-    """A per-dispatch token for ``repo``'s callbacks about ``delivery_id``."""
-    claims = {"d": delivery_id, "r": repo, "x": int((now or time.time()) + ttl_s)}
-    body = _b64(json.dumps(claims, separators=(",", ":")).encode())
-    mac = hmac.new(key, f"{_PREFIX}.{body}".encode(), hashlib.sha256).hexdigest()
-    return f"{_PREFIX}.{body}.{mac}"
+                         ttl_s: float = TOKEN_TTL_S, now: float | None = None) -> str:
+    """A per-dispatch token (HS256 JWT) for ``repo``'s callbacks about ``delivery_id``, valid
+    ``ttl_s`` seconds from ``now`` (epoch seconds, default the current time)."""
+    issued = int(now if now is not None else time.time())
+    claims = {"iss": DISPATCH_ISSUER, "aud": DISPATCH_AUDIENCE, "delivery_id": delivery_id,
+              "repository": repo, "iat": issued, "exp": issued + int(ttl_s),
+              "jti": uuid.uuid4().hex}
+    return jwt.encode(claims, key, algorithm="HS256")
 
 
-def verify_dispatch_token(key: bytes, token: str, *, now: float | None = None) -> Caller:
-    """The ``Caller`` of a valid per-dispatch token; raises ``CallbackAuthError``."""
-    parts = token.split(".")
-    if len(parts) != 3 or parts[0] != _PREFIX:
-        raise CallbackAuthError("malformed callback token")
-    expected = hmac.new(key, f"{_PREFIX}.{parts[1]}".encode(), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected.encode("utf-8", "replace"), parts[2].encode("utf-8", "replace")):
-        raise CallbackAuthError("callback token signature is invalid")
+def verify_dispatch_token(key: bytes, token: str) -> Caller:
+    """The ``Caller`` of a valid per-dispatch token; raises ``CallbackAuthError`` (bad
+    signature, expired, malformed or missing claims)."""
+    options = {"require": ["exp", "iss", "aud", "delivery_id", "repository"]}
     try:
-        claims = json.loads(_unb64(parts[1]))
-        delivery, repo, expiry = str(claims["d"]), str(claims["r"]), float(claims["x"])
-    except (ValueError, KeyError, TypeError):
-        raise CallbackAuthError("malformed callback token claims") from None
-    if (now or time.time()) > expiry:
-        raise CallbackAuthError("callback token expired")
+        claims = jwt.decode(token, key, algorithms=["HS256"], audience=DISPATCH_AUDIENCE,
+                            issuer=DISPATCH_ISSUER, options=options)
+    except jwt.ExpiredSignatureError:
+        raise CallbackAuthError("callback token expired") from None
+    except jwt.InvalidSignatureError:
+        raise CallbackAuthError("callback token signature is invalid") from None
+    except jwt.PyJWTError as exc:
+        raise CallbackAuthError(f"malformed callback token: {exc}") from None
+    delivery, repo = claims["delivery_id"], claims["repository"]
+    if not isinstance(delivery, str) or not isinstance(repo, str):
+        raise CallbackAuthError("malformed callback token claims")
     return Caller(repo=repo, delivery_id=delivery, kind="dispatch")
 
 
-class OidcVerifier:
-    """Verifies GitHub-Actions OIDC JWTs against a JWKS URL (keys cached by PyJWT's client)."""
-
-    def __init__(self, jwks_url: str, issuer: str, audience: str) -> None:
-        self.issuer = issuer
-        self.audience = audience
-        self._jwks = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=10)
-
-    def verify(self, token: str) -> dict:
-        """The verified claims; raises ``CallbackAuthError`` for any JWT problem."""
-        try:
-            key = self._jwks.get_signing_key_from_jwt(token)
-            return jwt.decode(token, key.key, algorithms=["RS256"], audience=self.audience,
-                              issuer=self.issuer,
-                              options={"require": ["exp", "iss", "aud", "jti", "repository"]})
-        except (jwt.PyJWTError, jwt.PyJWKClientError) as exc:
-            raise CallbackAuthError(f"OIDC token rejected: {exc}") from None
+def bearer_token(header: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` value, scheme in any case (RFC 7235);
+    raises ``CallbackAuthError`` when missing or of another scheme."""
+    scheme, _, token = (header or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise CallbackAuthError("Missing authorization token (Authorization: Bearer <token>)")
+    return token.strip()
 
 
 def _consume(session: Session, key: str) -> None:
@@ -113,16 +101,23 @@ def _consume(session: Session, key: str) -> None:
         raise CallbackAuthError("token already used (replay refused)") from None
 
 
+def _is_dispatch_token(token: str) -> bool:
+    try:
+        return jwt.decode(token, options={"verify_signature": False}).get("iss") == DISPATCH_ISSUER
+    except jwt.PyJWTError:
+        return False
+
+
 def authenticate(header: str | None, *, key: bytes, oidc: OidcVerifier | None,
                  session: Session) -> Caller:
-    """The ``Caller`` for an ``Authorization`` header value; raises ``CallbackAuthError``."""
-    if not header or not header.startswith("Bearer ") or not header[7:].strip():
-        raise CallbackAuthError("missing bearer token (Authorization: Bearer <token>)")
-    token = header[7:].strip()
-    if token.startswith(_PREFIX + "."):
+    """The ``Caller`` for an ``Authorization`` header value (see the module docstring)."""
+    token = bearer_token(header)
+    if _is_dispatch_token(token):
         return verify_dispatch_token(key, token)
     if oidc is None:
         raise CallbackAuthError("not a relay callback token and OIDC is not configured")
-    claims = oidc.verify(token)
-    _consume(session, f"oidc:{claims['iss']}:{claims['jti']}")
-    return Caller(repo=str(claims["repository"]), delivery_id=None, kind="oidc")
+    repo, claims, kind = oidc.verify(token)
+    jti = claims.get("jti")
+    use = f"oidc:{claims['iss']}:{jti}" if jti else "oidc:sha256:" + hashlib.sha256(token.encode()).hexdigest()
+    _consume(session, use)
+    return Caller(repo=repo, delivery_id=None, kind=kind)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, computed_field
 from sqlalchemy import func, select
@@ -113,7 +113,7 @@ class CatchUpReport(BaseModel):
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def parse_since(text: str) -> datetime:
@@ -163,7 +163,7 @@ def catch_up(session_factory: SessionFactory, github: GitHubClient, repo: str, h
     reported in ``failed`` and does not stop the others.
     """
     check_repo(repo)
-    now = _utc(now or datetime.now(timezone.utc))
+    now = _utc(now or datetime.now(UTC))
     with session_factory() as session:
         start = window_start(session, hook_id, now, since, margin)
     attempts = list_hook_deliveries(github, repo, hook_id, since=start, now=now)

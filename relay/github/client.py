@@ -104,7 +104,8 @@ class GitHubClient:
     """GitHub REST client bound to ``base_url`` (e.g. ``https://api.github.com``).
 
     Retries follow ``policy`` (default ``relay.retrying.HTTP``: 4 tries, 1, 2, 4 s);
-    ``attempts`` overrides its number of tries, ``wait`` its waits (tests).  ``transport`` lets tests plug in ``httpx.MockTransport``.
+    ``attempts`` overrides its number of tries, ``wait`` its waits (tests).  ``transport`` lets
+    tests plug in ``httpx.MockTransport``.
     Use as a context manager or call ``close()``.
     """
 
@@ -134,13 +135,13 @@ class GitHubClient:
         self._wait = wait_rate_limited(wait if wait is not None else policy.wait(), max_wait_s)
 
     @classmethod
-    def from_settings(cls, settings: Any, **kwargs: Any) -> "GitHubClient":
+    def from_settings(cls, settings: Any, **kwargs: Any) -> GitHubClient:
         """A client for ``settings.github_api_url`` with ``settings.github_token`` if set."""
         token = settings.github_token.get_secret_value() if settings.github_token else None
         kwargs.setdefault("max_wait_s", getattr(settings, "dispatch_max_wait_s", 60.0))
         return cls(settings.github_api_url, token, **kwargs)
 
-    def __enter__(self) -> "GitHubClient":
+    def __enter__(self) -> GitHubClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

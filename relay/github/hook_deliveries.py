@@ -24,7 +24,7 @@ token; only the repository-hook form is built here.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
@@ -80,7 +80,7 @@ def check_repo(repo: str) -> str:
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def list_hook_deliveries(github: GitHubClient, repo: str, hook_id: int, *,
@@ -96,7 +96,7 @@ def list_hook_deliveries(github: GitHubClient, repo: str, hook_id: int, *,
     for any other refusal (5xx/429 are retried by ``GitHubClient`` first).
     """
     check_repo(repo)
-    now = _utc(now or datetime.now(timezone.utc))
+    now = _utc(now or datetime.now(UTC))
     since = _utc(since) if since is not None else now - DELIVERY_WINDOW
     url = f"/repos/{repo}/hooks/{hook_id}/deliveries"
     found: list[HookDelivery] = []

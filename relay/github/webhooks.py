@@ -11,6 +11,8 @@ ignored everywhere so new GitHub fields never break intake.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from selection.models import ChangedFile, ChangeSet
@@ -28,31 +30,77 @@ __all__ = [
     "EVENT_ACTIONS",
     "PR_ACTIONS",
     "PR_RUN_ACTIONS",
+    "PR_DISPATCH_ACTIONS",
+    "CRCR_LABEL_PREFIX",
     "is_handled",
+    "ignored_reason",
+    "intake_status",
     "push_changeset",
 ]
 
 #: Events the relay processes; others are recorded as ``ignored`` (design §5).
-HANDLED_EVENTS = frozenset({"pull_request", "push", "check_run", "ping"})
-#: ``pull_request`` actions handled (fanned out; issue 6): new heads, closing, labels (L3).
-PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed", "labeled"})
+HANDLED_EVENTS = frozenset({"pull_request", "push", "check_run", "check_suite", "ping"})
+#: ``pull_request`` actions dispatched downstream (CRCR ``_PULL_REQUEST_ALLOW_ACTIONS``).
+PR_DISPATCH_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed"})
+#: ``pull_request`` actions handled: the dispatched ones, and ``labeled`` with a ``ciflow/crcr/``
+#: label (it only starts the L3 check runs of that device; CRCR).
+PR_ACTIONS = PR_DISPATCH_ACTIONS | {"labeled"}
 #: ``pull_request`` actions on which the local backend runs the pipeline (a new head).
 PR_RUN_ACTIONS = frozenset({"opened", "reopened", "synchronize"})
+#: the label prefix whose ``labeled`` events start L3 check runs (``ciflow/crcr/<device>``)
+CRCR_LABEL_PREFIX = "ciflow/crcr/"
 #: event → the actions handled (``None``: every action).  Anything else is stored ``ignored``.
 EVENT_ACTIONS: dict[str, frozenset[str] | None] = {
     "pull_request": PR_ACTIONS,
     "push": None,
     "check_run": frozenset({"rerequested"}),
+    "check_suite": frozenset({"rerequested"}),
     "ping": None,
 }
 
 
 def is_handled(event: str, action: str | None) -> bool:
-    """Whether (``event``, ``action``) is processed (else recorded as ``ignored``)."""
+    """Whether (``event``, ``action``) is of a kind the relay processes (before looking at the
+    payload; ``ignored_reason`` looks at it too)."""
     if event not in EVENT_ACTIONS:
         return False
     actions = EVENT_ACTIONS[event]
     return actions is None or action in actions
+
+
+def ignored_reason(event: str, payload: dict[str, Any], upstream: str) -> str | None:
+    """Why a delivery is acknowledged but not processed, or ``None`` when it is processed.
+
+    Rules (CRCR ``webhook/lambda_function.py``, ``webhook/event_handler.py``): only events of the
+    ``upstream`` repository count (``repository.full_name`` compared case-insensitively;
+    ``ping`` is answered whatever its repository); ``pull_request`` opened / reopened /
+    synchronize / closed, every ``push``, ``check_run`` and ``check_suite`` ``rerequested``, and
+    ``labeled`` with a ``ciflow/crcr/<device>`` label are processed; other actions and labels are
+    ignored."""
+    if event == "ping":
+        return None
+    action = payload.get("action")
+    action = action if isinstance(action, str) else None
+    if not is_handled(event, action):
+        return f"{event}{'.' + action if action else ''} is not an event the relay acts on"
+    repo = payload.get("repository")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    if not isinstance(name, str) or name.lower() != upstream.lower():
+        return f"repository {str(name)[:200]!r} is not the upstream {upstream}"
+    if event == "pull_request" and action == "labeled":
+        label = payload.get("label")
+        label_name = label.get("name") if isinstance(label, dict) else None
+        if not isinstance(label_name, str) or not label_name.startswith(CRCR_LABEL_PREFIX):
+            return f"label {str(label_name)[:200]!r} is not a {CRCR_LABEL_PREFIX}<device> label"
+    return None
+
+
+def intake_status(event: str, payload: dict[str, Any], upstream: str) -> str:
+    """The status a delivery is stored with: ``processed`` for ``ping``, ``ignored`` when
+    ``ignored_reason`` gives one, else ``received`` (queued for processing)."""
+    if event == "ping":
+        return "processed"
+    return "ignored" if ignored_reason(event, payload, upstream) else "received"
 
 _IGNORE = ConfigDict(extra="ignore", frozen=True)
 

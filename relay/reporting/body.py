@@ -7,7 +7,7 @@ from typing import Any
 
 from relay.domain.outcomes import BAD_OUTCOMES, bad_results
 from relay.domain.run import Run
-from relay.reporting.models import MAX_FAILED_TESTS, HudBody
+from relay.reporting.models import MAX_FAILED_TESTS, HudBody, seconds
 from relay.settings import Settings
 
 __all__ = ["build_hud_body"]
@@ -24,15 +24,15 @@ def build_hud_body(
     """The HUD body for ``run``.
 
     ``test_results``: ``failed`` = failed + crashed + timed_out, ``skipped`` = skipped,
-    ``passed`` = every other outcome (passed, xfailed, xpassed, flaky).  ``failed_tests`` lists
-    at most 1,000 ids.  ``event_type`` defaults to ``"replay"`` for replays and
-    ``"pull_request"`` for webhook runs; ``delivery_id`` to ``run.delivery_id`` or
-    ``"replay-<run id>"``.  ``queue_ms`` defaults to 0 (a replay does not queue).
+    ``passed`` = every other outcome (passed, xfailed, xpassed, flaky).  ``event_type`` defaults
+    to ``"replay"`` for replays and ``"pull_request"`` for webhook runs; ``delivery_id`` to
+    ``run.delivery_id`` or ``"replay-<run id>"``.  ``queue_ms`` (milliseconds) defaults to 0 (a
+    replay does not queue); the body carries seconds (CRCR).
 
-    A regression run adds, inside ``workflow`` (the one part of the shape open to extra keys,
-    ``relay.reporting.models.Workflow``): ``verdicts`` (counts per class) and ``new_tests`` (ids of
-    NEW verdicts, at most 1,000); a run with a culprit adds ``culprit``
-    ``{commit, tests (≤ 1,000), rounds, steps: [{commit, failed (count), environment}]}``.
+    Our extras go in ``relay`` (never in the CRCR payload): ``failed_tests`` (at most 1,000 ids);
+    a regression run adds ``verdicts`` (counts per class) and ``new_tests`` (ids of NEW verdicts,
+    at most 1,000); a run with a culprit adds ``culprit`` ``{commit, tests (≤ 1,000), rounds,
+    steps: [{commit, failed (count), environment}]}``.
     """
     counts = run.counts or Run.count_outcomes(run.results)
     failed = sum(counts.get(o, 0) for o in BAD_OUTCOMES)
@@ -40,7 +40,7 @@ def build_hud_body(
     passed = sum(counts.values()) - failed - skipped
     failed_ids = [r.id for r in bad_results(run.results)][:MAX_FAILED_TESTS]
     exec_ms = max(0.0, (run.finished_at - run.started_at).total_seconds() * 1000.0)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"failed_tests": failed_ids}
     if run.verdict_counts:
         extra["verdicts"] = dict(run.verdict_counts)
         extra["new_tests"] = [v.id for v in run.verdicts if v.verdict == "NEW"][:MAX_FAILED_TESTS]
@@ -52,7 +52,7 @@ def build_hud_body(
                       for s in run.culprit.steps]}
     return HudBody.model_validate({
         "trusted": {
-            "ci_metrics": {"queue_time_ms": queue_ms or 0.0, "execution_time_ms": exec_ms},
+            "ci_metrics": {"queue_time": seconds(queue_ms or 0.0), "execution_time": seconds(exec_ms)},
             "verified_repo": run.backend,
             "downstream_repo_level": level,
         },
@@ -67,8 +67,7 @@ def build_hud_body(
                 "run_id": run.id,
                 "run_attempt": 1,
                 "test_results": {"passed": passed, "failed": failed, "skipped": skipped},
-                "failed_tests": failed_ids,
-                **extra,
             },
         }},
+        "relay": extra,
     })

@@ -3,8 +3,9 @@
 ``make_sender(settings, session_factory)`` gives ``send(body_bytes) -> httpx.Response``, one POST
 without retries (the outbox and ``post_results`` retry):
 
-* ``RELAY_DASHBOARD_URL`` set: ``POST {url}/api/crcr/results`` with the bearer token
-  (``Settings.results_token``) and CRCR's ``x-hud-internal-bot`` header;
+* ``RELAY_DASHBOARD_URL`` set: ``POST {url}/api/crcr/results`` with the results token
+  (``Settings.results_token``) in CRCR's ``x-hud-internal-bot`` header (HUD's API-token header,
+  test-infra PR #8143; HUD compares its value with its internal API token);
 * unset: the dashboard is this relay.  The body is validated and stored exactly as the ingest
   route would (``relay.reporting.ingest``) and the route's answer is returned (201 stored,
   200 duplicate, 400 not JSON, 422 wrong shape) — no app is built, no socket opened.
@@ -60,7 +61,7 @@ def _in_process(session_factory: Callable[[], Session]) -> Send:
                 return httpx.Response(422, json={"detail": validation_errors(exc)})
             return httpx.Response(400, json={"detail": f"invalid JSON: {exc}"})
         with session_factory() as session:
-            new = ingest_body(session, body)
+            new = ingest_body(session, body, json.loads(data))
         return httpx.Response(201 if new else 200, json={"status": "stored" if new else "duplicate"})
 
     return send
@@ -78,11 +79,10 @@ def make_sender(settings: Settings, session_factory: Callable[[], Session] | Non
         engine = make_engine(settings.database_url)
         create_schema(engine)
         return _in_process(make_session_factory(engine)), engine.dispose, "in-process" + RESULTS_PATH
-    headers = {"Content-Type": "application/json", "User-Agent": "spyre-relay",
-               "x-hud-internal-bot": "spyre-relay"}
+    headers = {"Content-Type": "application/json", "User-Agent": "spyre-relay"}
     token = settings.results_token()
     if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
+        headers["x-hud-internal-bot"] = token
     url = settings.dashboard_url + RESULTS_PATH
     client = httpx.Client(timeout=30.0, transport=transport, headers=headers)
     return (lambda body: client.post(url, content=body)), client.close, url

@@ -27,10 +27,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from relay.crcr.callbacks import CallbackContext
+from relay.crcr.oidc import oidc_from_settings
 from relay.crcr.outbox import Deliverer, github_handler, hud_handler
 from relay.crcr.ratelimit import RateLimiter, storage_uri_for
-from relay.crcr.sweeper import sweep
-from relay.crcr.tokens import OidcVerifier
+from relay.crcr.shas import UpstreamCommits
+from relay.crcr.sweeper import sweep_and_reconcile
 from relay.domain.delivery import Delivery
 from relay.execution.registry import task_queue_for
 from relay.github.client import GitHubClient
@@ -81,7 +83,11 @@ def _deliverer(app: FastAPI, settings: Settings) -> Deliverer:
         sf, {"hud": hud_handler(send), "check": github_handler(github, "check"),
              "comment": github_handler(github, "comment")},
         poll_s=settings.outbox_poll_s, backoff_s=settings.outbox_backoff_s,
-        sweep=lambda: sweep(sf, settings.job_timeout_s), sweep_interval_s=settings.sweep_interval_s)
+        sweep=lambda: sweep_and_reconcile(
+            sf, settings.job_timeout_s, app.state.allowlist,
+            getattr(getattr(app.state.allowlist, "__self__", None), "refresh", None), github,
+            settings.upstream_repo),
+        sweep_interval_s=settings.sweep_interval_s)
 
 
 def _wire_webhooks(app: FastAPI, settings: Settings, queue: TaskQueue | None, report: bool) -> None:
@@ -145,8 +151,9 @@ def create_app(
     state.allowlist = state.work.allowlist
     state.rate_limiter = RateLimiter(settings.callback_rate_per_min, 60.0,
                                      storage_uri_for(settings.rate_limit_storage, settings.broker_url))
-    state.oidc = (OidcVerifier(settings.oidc_jwks_url, settings.oidc_issuer, settings.oidc_audience)
-                  if settings.oidc_jwks_url else None)
+    state.oidc = oidc_from_settings(settings)
+    state.callbacks = CallbackContext(state.allowlist, state.rate_limiter, UpstreamCommits(
+        settings.upstream_repo, lambda: GitHubClient.from_settings(settings, attempts=1)))
     if webhooks_enabled:
         _wire_webhooks(app, settings, queue, report)
 

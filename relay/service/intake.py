@@ -10,9 +10,9 @@ deliveries"; Zuul's ``GithubWebController.payload``):
    else 400;
 4. insert the delivery (UNIQUE ``delivery_id``) and commit (``relay.service.writer``: group
    commit); an existing id → 200 ``{"status": "duplicate"}``; the database failing → 503;
-5. answer: ``ping`` → 200 ``{"status": "pong"}``; events/actions the relay does not handle
-   (``relay.github.webhooks.EVENT_ACTIONS``: pull_request opened/reopened/synchronize/closed/
-   labeled, push, check_run rerequested) → 200 ``{"status": "ignored"}`` (stored as
+5. answer: ``ping`` → 200 ``{"status": "pong"}``; deliveries the relay does not act on
+   (``relay.github.webhooks.ignored_reason``: another repository than ``RELAY_UPSTREAM_REPO``,
+   or an event/action/label CRCR does not act on) → 200 ``{"status": "ignored"}`` (stored as
    ``ignored``); otherwise hand the id to the task queue and → 202
    ``{"status": "accepted", "delivery_id": ...}``.  Other methods on the path → 405.
 
@@ -36,7 +36,7 @@ from fastapi import FastAPI
 
 from relay.errors import SignatureError
 from relay.github import signing
-from relay.github.webhooks import is_handled
+from relay.github.webhooks import intake_status
 from relay.service.body import BodyRefused, read_body
 from relay.service.jsonbody import parse_json_body
 from relay.service.metrics import event_label
@@ -112,12 +112,7 @@ class WebhookIntake:
         # GitHub's actions are short snake_case words; anything else is no action we handle
         # (and must not reach a column: NUL bytes, 10 KB strings)
         action = action if isinstance(action, str) and _NAME.fullmatch(action) else None
-        if event == "ping":
-            status = "processed"
-        elif is_handled(event, action):
-            status = "received"
-        else:
-            status = "ignored"
+        status = intake_status(event, payload, state.settings.upstream_repo)
 
         try:
             inserted = await state.writer.insert(

@@ -1,37 +1,51 @@
-"""Backend readiness: the numbers behind promotion from L2 to L3 (CRCR, ratified criteria).
+"""Backend readiness: the numbers behind promotion from L2 to L3 — and demotion back (CRCR).
 
-L3 needs (design §6): ≥ 1 month at L2, weekly job success rate > 90 %, end-to-end P50 < 3 h,
-< 1 % of jobs over 3 h in the last 14 days, queue time (P50) < 30 min.  ``readiness`` is called
-once per ``GET /api/v1/backends/{name}/readiness`` and per dashboard page render.
+L3 needs (design §6, the ratified criteria): ≥ 1 month at L2, weekly job success rate > 90 %,
+end-to-end P50 < 3 h, < 1 % of jobs over 3 h in the last 14 days, queue time (P50) < 30 min.
+``readiness`` is called once per ``GET /api/v1/backends/{name}/readiness`` and per dashboard
+page render.
 
-Sources: a downstream repo's ``jobs`` (queue = dispatch sent → in_progress, execution =
-in_progress → completed, end-to-end = the sum; TIMED_OUT counts as a failed job over 3 h), or
-the local backend's ``runs`` (queue = delivery received → run start, when known).  "Time at
-L2" is approximated by the days since the backend's first recorded job (the relay does not
-yet keep a history of allowlist changes).  Times are in milliseconds.
+Sources: a downstream repo's ``jobs`` (queue = dispatch sent → its run's first job in progress,
+counted on that first job — CRCR measures it per workflow run; execution = in_progress →
+completed; end-to-end = the sum; TIMED_OUT counts as a failed job over 3 h), or the local
+backend's ``runs`` (queue = delivery received → run start, when known).  "Time at L2" is
+approximated by the days since the first recorded job.  Times are in milliseconds.
+
+``proposal`` says what the numbers suggest: ``promote`` to L3 for an L1/L2 backend meeting every
+criterion; ``demote`` to L2 for an L3/L4 one that has failed an operational criterion (success,
+P50 end-to-end, share over 3 h, P50 queue — each measured on its own window ending that day) on
+*every* day of the grace period (``DEMOTION_GRACE_DAYS``; a criterion without data never counts
+as failing); failing for a shorter time gives ``null`` with the days failed so far, so one bad
+day never demotes.  CRCR's own demotion (an open ``crcr-demotion/<org>/<repo>`` PR,
+``relay.crcr.demotion``) is shown as ``demotion``.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from relay.store.demotions import demoted_since
 from relay.store.history import local_runs_since
 from relay.store.jobs import list_jobs
 from relay.store.tables import DeliveryRecord, JobRecord, RunRecord
 
-__all__ = ["readiness", "L3_CRITERIA"]
+__all__ = ["readiness", "L3_CRITERIA", "DEMOTION_GRACE_DAYS", "OPERATIONAL"]
 
 H3_MS = 3 * 3600 * 1000.0
 L3_CRITERIA = {"days_at_l2": 30, "success_rate_7d": 0.90, "p50_e2e_ms": H3_MS,
                "share_over_3h_14d": 0.01, "p50_queue_ms": 30 * 60 * 1000.0}
+#: days an L3/L4 backend must keep failing before its demotion is proposed
+DEMOTION_GRACE_DAYS = 7
+#: the criteria that can demote (time at L2 cannot)
+OPERATIONAL = ("success_rate_7d", "p50_e2e_ms", "share_over_3h_14d", "p50_queue_ms")
 
 
 def _utc(t: datetime | None) -> datetime | None:
-    return t.replace(tzinfo=timezone.utc) if t is not None and t.tzinfo is None else t
+    return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
 
 
 def _p50(values: list[float]) -> float | None:
@@ -73,35 +87,72 @@ def _samples_runs(session: Session, name: str, since: datetime) -> tuple[list[di
     return out, _utc(first)
 
 
-def readiness(session: Session, name: str, level: str | None, *, local: bool,
-              now: datetime | None = None) -> dict[str, Any]:
-    """The readiness JSON of backend/repo ``name`` currently at ``level`` (``None``: not listed)."""
-    now = now or datetime.now(timezone.utc)
-    since14 = now - timedelta(days=14)
-    samples, first = (_samples_runs if local else _samples_jobs)(session, name, since14)
-    week = [s for s in samples if s["at"] >= now - timedelta(days=7)]
-    success = sum(s["ok"] for s in week) / len(week) if week else None
-    e2e = _p50([s["e2e_ms"] for s in samples if s["e2e_ms"] is not None])
-    over = sum(s["over_3h"] for s in samples) / len(samples) if samples else None
-    queue = _p50([s["queue_ms"] for s in samples if s["queue_ms"] is not None])
-    days = (now - first).total_seconds() / 86400 if first else 0.0
+def _measure(samples: list[dict], at: datetime) -> dict[str, Any]:
+    """The numbers on the windows ending at ``at``: 7 days for success, 14 for the rest."""
+    window = [s for s in samples if at - timedelta(days=14) <= s["at"] <= at]
+    week = [s for s in window if s["at"] >= at - timedelta(days=7)]
+    return {"jobs_14d": len(window), "jobs_7d": len(week),
+            "success_rate_7d": sum(s["ok"] for s in week) / len(week) if week else None,
+            "p50_e2e_ms": _p50([s["e2e_ms"] for s in window if s["e2e_ms"] is not None]),
+            "share_over_3h_14d": sum(s["over_3h"] for s in window) / len(window) if window else None,
+            "p50_queue_ms": _p50([s["queue_ms"] for s in window if s["queue_ms"] is not None])}
+
+
+def _failing(m: dict[str, Any]) -> list[str]:
+    """Operational criteria ``m`` fails with data (``None`` never fails)."""
     c = L3_CRITERIA
-    criteria = [
-        {"name": "days_at_l2", "value": round(days, 2), "threshold": f">= {c['days_at_l2']}",
-         "ok": level in ("L2", "L3", "L4") and days >= c["days_at_l2"]},
-        {"name": "success_rate_7d", "value": success, "threshold": "> 0.90",
-         "ok": success is not None and success > c["success_rate_7d"]},
-        {"name": "p50_e2e_ms", "value": e2e, "threshold": f"< {H3_MS:.0f}",
-         "ok": e2e is not None and e2e < c["p50_e2e_ms"]},
-        {"name": "share_over_3h_14d", "value": over, "threshold": "< 0.01",
-         "ok": over is not None and over < c["share_over_3h_14d"]},
-        {"name": "p50_queue_ms", "value": queue, "threshold": f"< {c['p50_queue_ms']:.0f}",
-         "ok": queue is not None and queue < c["p50_queue_ms"]},
-    ]
-    qualifies = level
+    bad = {"success_rate_7d": lambda v: v <= c["success_rate_7d"],
+           "p50_e2e_ms": lambda v: v >= c["p50_e2e_ms"],
+           "share_over_3h_14d": lambda v: v >= c["share_over_3h_14d"],
+           "p50_queue_ms": lambda v: v >= c["p50_queue_ms"]}
+    return [n for n in OPERATIONAL if m[n] is not None and bad[n](m[n])]
+
+
+def _criteria(m: dict[str, Any], level: str | None, days: float) -> list[dict[str, Any]]:
+    c = L3_CRITERIA
+    failing = _failing(m)
+    rows = [{"name": "days_at_l2", "value": round(days, 2), "threshold": f">= {c['days_at_l2']}",
+             "ok": level in ("L2", "L3", "L4") and days >= c["days_at_l2"]}]
+    thresholds = {"success_rate_7d": "> 0.90", "p50_e2e_ms": f"< {H3_MS:.0f}",
+                  "share_over_3h_14d": "< 0.01", "p50_queue_ms": f"< {c['p50_queue_ms']:.0f}"}
+    rows += [{"name": n, "value": m[n], "threshold": thresholds[n],
+              "ok": m[n] is not None and n not in failing} for n in OPERATIONAL]
+    return rows
+
+
+def _proposal(samples: list[dict], level: str | None, criteria: list[dict], now: datetime,
+              grace_days: int) -> dict[str, Any] | None:
     if level in ("L1", "L2") and all(x["ok"] for x in criteria):
-        qualifies = "L3"
-    return {"backend": name, "level": level, "local": local, "jobs_14d": len(samples),
-            "jobs_7d": len(week), "success_rate_7d": success, "p50_e2e_ms": e2e,
-            "share_over_3h_14d": over, "p50_queue_ms": queue, "days_observed": round(days, 2),
-            "criteria": criteria, "qualifies_for": qualifies}
+        return {"action": "promote", "to": "L3", "failing": []}
+    if level not in ("L3", "L4"):
+        return None
+    failed_days = 0
+    for day in range(grace_days + 1):
+        if not _failing(_measure(samples, now - timedelta(days=day))):
+            break
+        failed_days = day + 1
+    failing = _failing(_measure(samples, now))
+    if failed_days > grace_days:
+        return {"action": "demote", "to": "L2", "failing": failing, "failed_days": failed_days - 1}
+    return {"action": None, "failing": failing, "failed_days": max(0, failed_days - 1),
+            "grace_days": grace_days} if failing else None
+
+
+def readiness(session: Session, name: str, level: str | None, *, local: bool,
+              now: datetime | None = None, grace_days: int = DEMOTION_GRACE_DAYS) -> dict[str, Any]:
+    """The readiness JSON of backend/repo ``name`` currently at ``level`` (``None``: not
+    listed); see the module docstring for ``proposal`` and ``demotion``."""
+    now = now or datetime.now(UTC)
+    since = now - timedelta(days=14 + grace_days)
+    samples, first = (_samples_runs if local else _samples_jobs)(session, name, since)
+    m = _measure(samples, now)
+    days = (now - first).total_seconds() / 86400 if first else 0.0
+    criteria = _criteria(m, level, days)
+    proposal = _proposal(samples, level, criteria, now, grace_days)
+    demoted = None if local else demoted_since(session, name)
+    return {"backend": name, "level": level, "local": local, **m,
+            "days_observed": round(days, 2), "criteria": criteria,
+            "qualifies_for": proposal["to"] if proposal and proposal["action"] else level,
+            "proposal": proposal,
+            "demotion": {"open_pr": demoted is not None,
+                         "since": demoted.isoformat() if demoted else None}}

@@ -48,11 +48,16 @@ def start_job(session: Session, dispatch: DispatchRecord, *, run_id: str, run_at
               job_name: str, workflow_name: str, now: datetime) -> JobRecord | None:
     """Insert the job ``IN_PROGRESS`` (flushed, not committed); ``None`` if it exists already.
 
-    ``queue_ms`` = now − the dispatch's ``sent_at`` (or ``created_at``), measured here."""
+    ``queue_ms`` = now − the dispatch's ``sent_at`` (or ``created_at``) for the first job of
+    the run (run id and attempt) to start; later jobs of that run get ``None`` — CRCR measures
+    queue time per workflow run, anchored at its first job."""
+    first = session.scalar(select(JobRecord.id).where(
+        JobRecord.delivery_id == dispatch.delivery_id, JobRecord.repo == dispatch.repo,
+        JobRecord.run_id == run_id, JobRecord.run_attempt == run_attempt).limit(1)) is None
     job = JobRecord(dispatch_id=dispatch.id, delivery_id=dispatch.delivery_id, repo=dispatch.repo,
                     run_id=run_id, run_attempt=run_attempt, job_name=job_name,
                     workflow_name=workflow_name, state="IN_PROGRESS", started_at=now,
-                    queue_ms=_ms(now, dispatch.sent_at or dispatch.created_at))
+                    queue_ms=_ms(now, dispatch.sent_at or dispatch.created_at) if first else None)
     session.add(job)
     try:
         session.flush()

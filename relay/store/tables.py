@@ -9,6 +9,8 @@
 ``token_uses``   callback tokens already presented (replay refusal)
 ``pr_labels``    labels seen on upstream PRs (L3 check gating)
 ``outbox``       HUD bodies waiting to be delivered
+``nightly_reports`` nightly/periodic callbacks (no dispatch), one per job key
+``demotions``    L3 repos with an open demotion PR upstream (no new check runs meanwhile)
 
 The schema is created by Alembic (``relay/migrations``); change a table here *and* add a
 revision.
@@ -18,7 +20,7 @@ Times are stored timezone-aware (UTC); SQLite drops the zone, loaders re-attach 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
@@ -26,18 +28,19 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = ["Base", "DeliveryRecord", "RunRecord", "TestResultRecord", "HudResultRecord",
            "DispatchRecord", "JobRecord", "TokenUseRecord", "PrLabelRecord", "OutboxRecord",
+           "NightlyReportRecord", "DemotionRecord",
            "DELIVERY_STATUSES", "utcnow", "as_utc"]
 
 DELIVERY_STATUSES = ("received", "processing", "processed", "ignored", "failed")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_utc(value: datetime) -> datetime:
     """``value`` with UTC attached when it is naive (SQLite drops the zone on the way back)."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 class Base(DeclarativeBase):
@@ -86,7 +89,7 @@ class RunRecord(Base):
     stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
 
-    results: Mapped[list["TestResultRecord"]] = relationship(
+    results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"
     )
 
@@ -202,6 +205,10 @@ class JobRecord(Base):
     test_results: Mapped[dict[str, int] | None] = mapped_column(JSON)
     artifact_url: Mapped[str | None] = mapped_column(Text)
     check_run_id: Mapped[int | None] = mapped_column(Integer)
+    #: the HUD body sent for the ``in_progress`` callback (CRCR keeps it for the zombie sweeper,
+    #: which re-sends it ``timed_out``); the validated triage verdict of the latest callback
+    hud_body: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    triage_verdict: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class TokenUseRecord(Base):
@@ -242,3 +249,37 @@ class OutboxRecord(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class NightlyReportRecord(Base):
+    """A nightly/periodic callback (CRCR: no dispatch, ``completed`` only, the commit checked
+    against the upstream), unique per (commit, repo, run_id, run_attempt, job_name): a second
+    report of the same job is answered ``duplicate``."""
+
+    __tablename__ = "nightly_reports"
+    __table_args__ = (UniqueConstraint("sha", "repo", "run_id", "run_attempt", "job_name",
+                                       name="uq_nightly_reports_job"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    sha: Mapped[str] = mapped_column(String(100))
+    repo: Mapped[str] = mapped_column(String(200), index=True)
+    event_type: Mapped[str] = mapped_column(String(20))
+    run_id: Mapped[str] = mapped_column(String(100))
+    run_attempt: Mapped[int] = mapped_column(Integer, default=1)
+    job_name: Mapped[str] = mapped_column(String(200), default="")
+    workflow_name: Mapped[str] = mapped_column(String(200), default="")
+    conclusion: Mapped[str | None] = mapped_column(String(30))
+    triage_verdict: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DemotionRecord(Base):
+    """An L3 repo whose demotion PR (branch ``crcr-demotion/<org>/<repo>`` on the upstream) is
+    open since ``since`` (CRCR ``utils/demotion.py``): no new upstream check runs for it."""
+
+    __tablename__ = "demotions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200), unique=True)
+    since: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    pr_number: Mapped[int | None] = mapped_column(Integer)

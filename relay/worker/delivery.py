@@ -2,8 +2,11 @@
 
 ``DeliveryWork`` puts together, around ``relay.worker.processing.process_delivery``:
 
-* the CRCR fan-out (``fanout``: repository_dispatch to the allowlisted downstreams, then the L3
-  check gating of a ``ciflow/crcr/<device>`` label);
+* the filter (``ignored``: only the upstream repository's events that CRCR acts on;
+  ``relay.github.webhooks.ignored_reason``);
+* the CRCR fan-out (``fanout``: ``relay.crcr.events`` — repository_dispatch to the allowlisted
+  downstreams, or the L3 check runs a ``ciflow/crcr/<device>`` label starts); a rerequested
+  crcr check run / suite re-runs the downstream run as the delivery's work;
 * the local backend's run (``request``: the ``RunRequest`` a delivery asks for, when the local
   backend is on the allowlist; ``processor``: that request through ``run_change`` in this
   process);
@@ -23,12 +26,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from relay.changes.inputs import spec_files
 from relay.crcr.allowlist import Allowlist, allowlist_for
-from relay.crcr.checks import on_labeled
-from relay.crcr.fanout import FanoutContext, fan_out
+from relay.crcr.events import RERUN_EVENTS, handle_upstream, rerun_requested
+from relay.crcr.fanout import FanoutContext
 from relay.domain.delivery import Delivery
 from relay.domain.run import Run
 from relay.envs.commits import resolver_for
 from relay.github.client import GitHubClient
+from relay.github.webhooks import ignored_reason
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import ExecutorFactory, Ports, ResultSink
 from relay.pipeline.request import RunConfig, RunRequest
@@ -76,10 +80,14 @@ class DeliveryWork:
         entry = self.allowlist().get(self.settings.backend)
         return entry.level if entry is not None else None
 
+    def ignored(self, delivery: Delivery) -> str | None:
+        """Why ``delivery`` is not processed (another repository, an action CRCR ignores)."""
+        return ignored_reason(delivery.event, delivery.payload, self.settings.upstream_repo)
+
     def fanout(self, delivery: Delivery) -> None:
         """CRCR fan-out of ``delivery`` and the L3 checks a label starts."""
-        fan_out(delivery, self._fanout_ctx)
-        if on_labeled(delivery, self.sf):
+        note = handle_upstream(delivery, self._fanout_ctx)
+        if note is not None and note.startswith("label:"):
             self._on_outbox()
 
     def report(self, session: Session, run: Run, delivery: Delivery) -> bool:
@@ -107,7 +115,17 @@ class DeliveryWork:
         config = run_config(settings)
         return run_change(request, config, self.ports(sink, LocalExecutors.for_config(config))).run
 
+    def rerun(self, delivery: Delivery) -> bool:
+        """For a rerequested check run / suite: re-run the downstream runs it names (CRCR) and
+        ``True`` (nothing runs locally); ``False`` for other events.  Raises ``GitHubAPIError``."""
+        if delivery.event not in RERUN_EVENTS:
+            return False
+        rerun_requested(delivery, self._fanout_ctx)
+        return True
+
     def _local(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+        if self.rerun(delivery):
+            return None
         if self._processor is None:
             return self.run_locally(delivery, settings, sink)
         return self._processor(delivery, settings, sink) if self.level() is not None else None
@@ -125,7 +143,7 @@ class DeliveryWork:
         status = process_delivery(delivery_id, session_factory=self.sf, settings=self.settings,
                                   processor=self._local, report=report_and_note if report else None,
                                   fanout=self.fanout if fanout else None, retry=retry,
-                                  on_finished=on_finished)
+                                  on_finished=on_finished, ignore=self.ignored)
         if any(wrote):
             self._on_outbox()
         return status

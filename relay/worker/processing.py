@@ -3,7 +3,9 @@
 ``process_delivery`` is what a task queue calls, once per submission:
 
 1. claim the row (``received`` → ``processing``; a delivery already claimed is skipped, so a
-   duplicate submission runs once);
+   duplicate submission runs once); when ``ignore(delivery)`` gives a reason (another repository
+   than the upstream, an action CRCR does not act on — checked again here for deliveries stored
+   before a settings change), it ends ``ignored`` with that reason and nothing else runs;
 2. fan out (``fanout``: CRCR's repository_dispatch to the allowlisted downstreams); its failure
    is recorded on the dispatch rows and in the delivery's error, and the local backend still
    runs;
@@ -131,6 +133,7 @@ def process_delivery(
     fanout: Callable[[Delivery], None] | None = None,
     retry: Callable[[str, float], None] | None = None,
     on_finished: Callable[[Delivery, str], None] | None = None,
+    ignore: Callable[[Delivery], str | None] | None = None,
 ) -> str | None:
     """Process one stored delivery (see the module docstring); returns the final status
     (``received`` when a transient failure was handed to ``retry``), or ``None`` if it was not
@@ -140,6 +143,13 @@ def process_delivery(
     if delivery is None:
         dlog.info("not claimable (unknown or already taken)")
         return None
+    reason = ignore(delivery) if ignore is not None else None
+    if reason is not None:
+        retry_locked(lambda: _mark(session_factory, delivery_id, "ignored", reason))
+        dlog.info("ignored: %s", reason)
+        if on_finished is not None:
+            on_finished(delivery, "ignored")
+        return "ignored"
     note = fan_out_safely(delivery, fanout)
     sink = DeliverySink(delivery, session_factory, report, note)
     run: Run | None = None

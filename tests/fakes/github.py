@@ -22,6 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from relay.github.signing import sign
+from tests.fakes.github_crcr import CrcrRoutes
 from tests.fakes.github_hooks import FakeHook, HookDeliveries
 
 __all__ = ["FakeGitHub", "FakeHook", "WebhookSender", "pr_files", "pull_request_payload", "push_payload"]
@@ -36,7 +37,7 @@ class Seen:
 
 
 @dataclass
-class FakeGitHub(HookDeliveries):
+class FakeGitHub(HookDeliveries, CrcrRoutes):
     """State of the fake: ``pulls[(repo, number)]`` file lists, ``compares[(repo, base, head)]``,
     ``fail_with`` (statuses answered, one per request, before normal service), ``seen``."""
 
@@ -70,6 +71,9 @@ class FakeGitHub(HookDeliveries):
     _lock: Any = field(default_factory=threading.Lock)
     _http: Any = None  # one httpx.Client for every delivery (a new client costs ~40 ms)
     _ids: Any = field(default_factory=lambda: itertools.count(1000))
+
+    def __post_init__(self) -> None:
+        self._crcr_state()
 
     def add_pull(self, repo: str, number: int, files: list[dict[str, Any]]) -> None:
         self.pulls[(repo, number)] = files
@@ -242,6 +246,7 @@ class FakeGitHub(HookDeliveries):
                                 status_code=201)
 
         self._hook_delivery_routes(app, _record)
+        self._crcr_routes(app, _record)
         return app
 
     def add_issue(self, repo: str, title: str, body: str = "", labels: list[str] | None = None,

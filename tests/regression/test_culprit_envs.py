@@ -3,6 +3,7 @@ culprit's storage, dashboard JSON and HUD body (no test execution here)."""
 
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -176,13 +177,14 @@ def test_culprit_is_stored_loaded_listed_and_reported(tmp_path: Path) -> None:
         assert listed["run-1"].culprit == run.culprit and listed["base-1"].culprit is None
     engine.dispose()
     body = build_hud_body(run, Settings()).model_dump(mode="json")
-    wf = body["untrusted"]["callback_payload"]["workflow"]
+    wf = body["relay"]  # our extras, outside the CRCR payload (issue 15)
+    assert "culprit" not in body["untrusted"]["callback_payload"]["workflow"]
     assert wf["culprit"]["commit"] == bad and wf["culprit"]["rounds"] == 2
     assert [s["failed"] for s in wf["culprit"]["steps"]] == [0, 1]
     assert wf["verdicts"]["NEW"] == 1 and wf["new_tests"] == ["run-1::t1"]
     assert HudBody.model_validate(body).model_dump(mode="json") == body  # still the HUD shape
     plain = build_hud_body(make_run("run-2"), Settings()).model_dump(mode="json")
-    assert {"culprit", "verdicts"}.isdisjoint(plain["untrusted"]["callback_payload"]["workflow"])
+    assert {"culprit", "verdicts"}.isdisjoint(plain["relay"])
 
 
 def test_commit_page_lists_runs_that_blamed_it(tmp_path: Path, live_server) -> None:
@@ -214,7 +216,7 @@ def test_git_helper_builds_distinct_commits(upstream) -> None:
 
 
 def test_pull_request_runs_head_against_base_in_their_commits_envs(fake_github_server, upstream) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from relay.domain.delivery import Delivery
     from relay.worker.handlers import on_pull_request
@@ -225,10 +227,10 @@ def test_pull_request_runs_head_against_base_in_their_commits_envs(fake_github_s
     settings = Settings(github_api_url=url, commit_env=f"git-faults:{upstream.path}")
     payload = pull_request_payload(base=upstream.commits[0], head=upstream.commits[3])
     request = on_pull_request(Delivery(id="d-1", event="pull_request", action="opened",
-                                       received_at=datetime.now(timezone.utc), payload=payload), settings)
+                                       received_at=datetime.now(UTC), payload=payload), settings)
     assert request.head_env == f"current+faults={FAULT}" and request.base_env == "current"
     assert request.ref == "refs/pull/7/head" and request.commits is None
     unknown = pull_request_payload(base="e" * 40, head=upstream.commits[3])
     with pytest.raises(CommitEnvError, match="not found in"):
         on_pull_request(Delivery(id="d-2", event="pull_request", action="opened",
-                                 received_at=datetime.now(timezone.utc), payload=unknown), settings)
+                                 received_at=datetime.now(UTC), payload=unknown), settings)

@@ -117,7 +117,8 @@ L1: [acme/l1-ci]
 L2: [acme/l2-ci, spyre-sim]
 L3:
   spyre: {acme/l3-ci: [alice]}
-L4: {acme/l4-ci: "bob, carol"}
+L4:
+  - acme/l4-ci: "bob, carol"
 """
 
 

@@ -1,10 +1,11 @@
-"""The CRCR allowlist: format, validation (every error at once), reload from file and URL."""
+"""The CRCR allowlist: format, metadata, validation (every error at once), reload from file and URL."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+import yaml
 from fastapi import FastAPI, Request, Response
 
 from relay.crcr.allowlist import AllowlistSource, parse_allowlist
@@ -13,8 +14,6 @@ from tests.service.conftest import ALLOWLIST_YAML
 
 
 def test_levels_devices_oncalls_and_local_backend() -> None:
-    import yaml
-
     al = parse_allowlist(yaml.safe_load(ALLOWLIST_YAML))
     assert [(e.name, e.level) for e in al.external()] == [
         ("acme/l1-ci", "L1"), ("acme/l2-ci", "L2"), ("acme/l3-ci", "L3"), ("acme/l4-ci", "L4")]
@@ -24,17 +23,52 @@ def test_levels_devices_oncalls_and_local_backend() -> None:
     assert al.get("spyre-sim").local and al.get("spyre-sim").level == "L2"
 
 
+def test_entry_metadata_events_and_oncalls() -> None:
+    """CRCR ``test_parse_entry_metadata`` / ``test_legacy_entries_default_to_pull_request_and_nightly``."""
+    al = parse_allowlist(yaml.safe_load("""
+L2:
+  - a/plain
+  - a/nightly: {events: [nightly], oncalls: "x, y"}
+L3:
+  dev:
+    a/dev: {events: [pull_request, nightly], oncalls: [z]}
+"""))
+    assert al.get("a/plain").events == {"pull_request", "nightly"}
+    assert al.get("a/nightly").events == {"nightly"} and al.get("a/nightly").oncalls == ("x", "y")
+    assert al.get("a/dev").oncalls == ("z",)
+    assert [e.name for e in al.external("pull_request")] == ["a/dev", "a/plain"]
+
+
+@pytest.mark.parametrize("meta, message", [
+    ({"events": ["push"]}, "unsupported event"),
+    ({"owner": "me"}, "unsupported metadata"),
+    ({"events": []}, "non-empty list"),
+    ({"oncalls": 3}, "oncalls must be"),
+])
+def test_invalid_metadata_refused(meta, message) -> None:
+    with pytest.raises(AllowlistError, match=message):
+        parse_allowlist({"L2": [{"org/repo": meta}]})
+
+
 def test_every_error_reported_at_once() -> None:
     with pytest.raises(AllowlistError) as info:
-        parse_allowlist({"L1": ["a/b", "bad name!"], "L2": "a/c", "L4": {"a/b": "x"},
-                         "L3": {"spyre": ["a/d"]}, "L9": []}, "al.yaml")
+        parse_allowlist({"L1": ["a/b", "bad name!", 7, {"x/y": 1, "x/z": 2}], "L2": "a/c",
+                         "L4": ["a/b"], "L3": {"spyre": ["a/d"], " ": {}}, "L9": []}, "al.yaml")
     errors = info.value.errors
-    assert any("unknown key 'L9'" in e for e in errors)
-    assert any("L2: expected a list" in e for e in errors)
-    assert any("a/b is listed at L1 and L4; a repo sits at one level only" in e for e in errors)
-    assert any("L3.spyre: expected" in e for e in errors)
-    assert any("'bad name!' is not org/repo" in e for e in errors)
+    assert any("L2: must be a list" in e for e in errors)
+    assert any("duplicate repo 'a/b': listed at L1 and L4" in e for e in errors)
+    assert any("L3.spyre: must be a mapping" in e for e in errors)
+    assert any("'bad name!' must be in owner/repo format" in e for e in errors)
+    assert any("exactly one key" in e for e in errors)
+    assert any("device name must not be empty" in e for e in errors)
+    assert not any("L9" in e for e in errors)  # unknown keys are ignored, not errors
     assert str(info.value).startswith("al.yaml: ")
+
+
+def test_l4_mapping_of_older_files_still_read_with_a_warning() -> None:
+    al = parse_allowlist({"L4": {"a/four": "ops"}})
+    assert al.get("a/four").level == "L4" and al.get("a/four").oncalls == ("ops",)
+    assert any("L4 written as a mapping" in w for w in al.warnings)
 
 
 def test_same_repo_under_two_devices_refused() -> None:
@@ -53,6 +87,9 @@ def test_file_reloaded_when_mtime_changes_and_bad_reload_kept(tmp_path) -> None:
     path.write_text("L2: [a/two]\nL1: [a/two]\n")  # invalid: kept the previous one
     os.utime(path, ns=(1, 3_000_000_000_000_000_000))
     assert [e.name for e in src.get().external()] == ["a/two"] and src.reloads == 2
+    with pytest.raises(AllowlistError):
+        src.refresh()  # an explicit refresh reports the failure, the value stays
+    assert [e.name for e in src.get().external()] == ["a/two"]
     with pytest.raises(AllowlistError, match="cannot read"):
         AllowlistSource(str(tmp_path / "missing.yaml"))
 
@@ -74,7 +111,7 @@ def test_url_reloaded_by_etag(live_server) -> None:
     src = AllowlistSource(url, refresh_s=0)
     src.get()
     assert state["answers"] == [200, 304] and state["gets"][1] == '"v1"'
-    state.update(text="L4: {a/four: ops}\n", etag='"v2"')
+    state.update(text="L4: [a/four: ops]\n", etag='"v2"')
     assert [(e.name, e.level) for e in src.get().external()] == [("a/four", "L4")]
     assert src.reloads == 2
 

@@ -53,15 +53,18 @@ def test_state_machine_and_measured_times(dispatched) -> None:
     tok = _token(fake, "acme/l2-ci")
     r1 = _cb(relay, tok, "cb-1", "in_progress")
     assert r1.status_code == 200 and r1.json()["state"] == "IN_PROGRESS"
-    assert r1.json()["queue_ms"] >= 0
+    assert (r1.json()["ok"], r1.json()["status"]) == (True, "in_progress")
+    assert r1.json()["queue_time"] >= 0
     time.sleep(0.05)
     r2 = _cb(relay, tok, "cb-1", "completed", conclusion="success",
              test_results={"passed": 3, "failed": 0, "skipped": 1})
     assert r2.status_code == 200 and r2.json()["state"] == "COMPLETED"
-    assert r2.json()["exec_ms"] >= 50
+    assert r2.json()["status"] == "completed" and r2.json()["execution_time"] >= 0.05
     # duplicates and a replay of the same callback are refused
     dup = _cb(relay, tok, "cb-1", "completed", conclusion="success")
     assert dup.status_code == 400 and "not IN_PROGRESS" in dup.json()["detail"]
+    assert dup.json()["detail"].startswith("callback rejected: invalid state transition "
+                                           "delivery_id=cb-1 repo=acme/l2-ci status=completed")
     again = _cb(relay, tok, "cb-1", "in_progress")
     assert again.status_code == 400 and "duplicate" in again.json()["detail"]
     # skipped state: completed for a job never started
@@ -78,16 +81,20 @@ def test_state_machine_and_measured_times(dispatched) -> None:
     done = [h for h in hud if h.attempt == 1][0].body
     assert done["trusted"]["verified_repo"] == "acme/l2-ci"
     assert done["trusted"]["downstream_repo_level"] == "L2"
-    assert done["trusted"]["ci_metrics"]["execution_time_ms"] >= 50
-    assert done["untrusted"]["callback_payload"]["event_type"] == "pull_request"
-    assert done["untrusted"]["callback_payload"]["workflow"]["test_results"]["passed"] == 3
+    assert done["trusted"]["ci_metrics"]["execution_time"] >= 0.05
+    assert done["trusted"]["ci_metrics"]["queue_time"] is None  # CRCR: queue only on in_progress
+    # the callback body verbatim: no event_type was sent, none is added
+    assert done["untrusted"]["callback_payload"] == {
+        "delivery_id": "cb-1", "workflow": {"status": "completed", "run_id": 100, "name": "CI",
+                                            "job_name": "test", "conclusion": "success",
+                                            "test_results": {"passed": 3, "failed": 0, "skipped": 1}}}
 
 
 def test_concurrent_completions_one_wins(dispatched) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     relay, fake = dispatched
-    tok = _token(fake, "acme/l1-ci")
+    tok = _token(fake, "acme/l2-ci")
     assert _cb(relay, tok, "cb-1", "in_progress").status_code == 200
     with ThreadPoolExecutor(8) as pool:
         codes = sorted(pool.map(lambda _: _cb(relay, tok, "cb-1", "completed",
@@ -108,21 +115,26 @@ def test_token_checks(dispatched) -> None:
                                    ttl_s=-1)
     assert _cb(relay, expired, "cb-1", "in_progress").json()["detail"] == "callback token expired"
     stranger = issue_dispatch_token(relay.app.state.settings.callback_key(), "cb-1", "evil/repo")
-    assert _cb(relay, stranger, "cb-1", "in_progress").status_code == 404
+    assert _cb(relay, stranger, "cb-1", "in_progress").json() == {"ok": True, "status": "ignored"}
+    lower = httpx.post(relay.url + "/api/crcr/callback", headers={"Authorization": f"bearer {tok}"},
+                       json={"delivery_id": "cb-1", "workflow": {"status": "in_progress",
+                                                                 "run_id": "7", "name": "CI"}})
+    assert lower.status_code == 200  # RFC 7235: the scheme is case-insensitive (issue 17)
     bad = httpx.post(relay.url + "/api/crcr/callback", headers={"Authorization": f"Bearer {tok}"},
                      content=b"{nope")
-    assert bad.status_code == 400
+    assert bad.status_code == 400 and bad.json()["detail"].startswith("Invalid JSON body")
     shape = httpx.post(relay.url + "/api/crcr/callback", headers={"Authorization": f"Bearer {tok}"},
                        json={"delivery_id": "cb-1", "workflow": {"status": "weird"}})
-    assert shape.status_code == 422
+    assert (shape.status_code, shape.json()["detail"]) == (
+        400, "callback body missing required field: 'workflow.run_id'")
 
 
 def test_rate_limit_per_repo(crcr) -> None:
     relay, fake = crcr(callback_rate_per_min=5)
     relay.sender.send("pull_request", pull_request_payload(), delivery_id="rl-1")
     relay.drain()
-    tok, tok2 = _token(fake, "acme/l1-ci"), _token(fake, "acme/l2-ci")
-    codes = [_cb(relay, tok, "rl-1", "in_progress", run_id=i).status_code for i in range(6)]
+    tok, tok2 = _token(fake, "acme/l2-ci"), _token(fake, "acme/l3-ci")
+    codes = [_cb(relay, tok, "rl-1", "in_progress", run_id=i).status_code for i in range(1, 7)]
     assert codes == [200] * 5 + [429]
     limited = _cb(relay, tok, "rl-1", "in_progress", run_id=99)
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
@@ -166,8 +178,11 @@ def test_oidc_jwt_verified_against_jwks_and_replay_refused(crcr, jwks) -> None:
     assert _cb(relay, _oidc(key, exp=int(time.time()) - 10), "oi-1", "in_progress").status_code == 401
     other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     assert _cb(relay, _oidc(other_key), "oi-1", "in_progress").status_code == 401
-    # a JWT for a repo that got no dispatch
-    assert _cb(relay, _oidc(key, repo="evil/x"), "oi-1", "in_progress").status_code == 404
+    # a JWT for a repo not on the allowlist: acknowledged, ignored (CRCR)
+    assert _cb(relay, _oidc(key, repo="evil/x"), "oi-1", "in_progress").json()["status"] == "ignored"
+    # an allowlisted repo that got no dispatch of this delivery
+    unknown = _cb(relay, _oidc(key), "oi-404", "in_progress")
+    assert unknown.status_code == 400 and "no matching dispatch record" in unknown.json()["detail"]
 
 
 def test_sweeper_times_out_jobs_after_6h(dispatched) -> None:

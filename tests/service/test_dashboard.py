@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import httpx
 
 from relay.store import save_run
@@ -55,9 +57,9 @@ def test_commit_history_flaky_routes(relay: Relay) -> None:
 
 
 def test_readiness_local_backend(relay: Relay) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with relay.app.state.session_factory() as s:
         for i in range(20):  # 19 green runs of 90 s and one red one, over 40 days
             start = now - timedelta(days=2 * i, hours=1)
@@ -84,7 +86,7 @@ def test_readiness_of_downstream_repo_from_callbacks(crcr) -> None:
     relay.sender.send("pull_request", pull_request_payload(), delivery_id="rd-d")
     relay.drain()
     tok = _token(fake, "acme/l2-ci")
-    for i in range(3):
+    for i in range(1, 4):  # run id 0 is refused (CRCR reserves it)
         _cb(relay, tok, "rd-d", "in_progress", run_id=i)
         _cb(relay, tok, "rd-d", "completed", run_id=i, conclusion="success")
     r = httpx.get(relay.url + "/api/v1/backends/acme/l2-ci/readiness").json()
@@ -131,3 +133,31 @@ def test_page_links_only_commit_heads(relay: Relay) -> None:
     html = httpx.get(relay.url + "/").text
     assert f'href="/api/v1/commits/{"ab" * 20}"' in html
     assert 'href="/api/v1/commits/pr-head"' not in html and "<code>pr-head</code>" in html
+
+
+def test_readiness_proposes_demotion_only_after_the_grace_period() -> None:
+    """An L3 backend failing its success rate day after day: no proposal for a short bad spell,
+    ``demote`` to L2 once every day of the grace period failed (issue 15)."""
+    from datetime import datetime, timedelta
+
+    from relay.service.readiness import readiness
+    from relay.store import create_schema, make_engine, make_session_factory
+
+    engine = make_engine("sqlite://")
+    create_schema(engine)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    with make_session_factory(engine)() as s:
+        for i in range(-12, 40):  # one run a day, green until 5 days before `now`, then red
+            start = now - timedelta(days=i, hours=1)
+            save_run(s, make_run(f"d-{i}", outcomes=("failed",) if i < 5 else ("passed",),
+                                 started_at=start, finished_at=start + timedelta(seconds=90)))
+        short = readiness(s, "spyre-sim", "L3", local=True, now=now, grace_days=7)
+        assert short["qualifies_for"] == "L3"
+        assert short["proposal"] == {"action": None, "failing": ["success_rate_7d"], "failed_days": 4,
+                                     "grace_days": 7}
+        late = readiness(s, "spyre-sim", "L3", local=True, now=now + timedelta(days=10), grace_days=7)
+        assert late["proposal"] == {"action": "demote", "to": "L2", "failing": ["success_rate_7d"],
+                                    "failed_days": 7}
+        assert late["qualifies_for"] == "L2"
+        assert readiness(s, "spyre-sim", "L2", local=True, now=now)["proposal"] is None
+    engine.dispose()

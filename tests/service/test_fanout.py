@@ -100,14 +100,3 @@ def test_trim_keeps_push_fields() -> None:
     body, trimmed = build_client_payload("push", "d", push)
     assert trimmed and body["payload"]["after"] == "2" * 40 and "commits" not in body["payload"]
     assert trim_payload(push)["head_commit"] == {"id": "2" * 40}
-
-
-def test_check_run_rerequested_goes_to_its_repo_only(crcr) -> None:
-    relay, fake = crcr()
-    event = {"action": "rerequested", "repository": {"full_name": "pytorch/pytorch"},
-             "check_run": {"id": 5, "name": "crcr/acme/l4-ci/CI/test", "head_sha": "a" * 40,
-                           "external_id": "77:9", "pull_requests": []}}
-    assert relay.sender.send("check_run", event, delivery_id="cr-1").status_code == 202
-    relay.drain()
-    assert [r for r, _ in fake.dispatches] == ["acme/l4-ci"]
-    assert _dispatches(relay, "cr-1")["acme/l4-ci"].pr_number == 9

@@ -33,7 +33,7 @@ def _hud_rows(relay: Relay):
 
 def test_build_hud_body_shape() -> None:
     body = _body()
-    assert body["trusted"] == {"ci_metrics": {"queue_time_ms": 0.0, "execution_time_ms": 90000.0},
+    assert body["trusted"] == {"ci_metrics": {"queue_time": 0.0, "execution_time": 90.0},
                                "verified_repo": "spyre-sim", "downstream_repo_level": "L2"}
     cp = body["untrusted"]["callback_payload"]
     assert cp["event_type"] == "replay" and cp["delivery_id"] == "replay-r-1"
@@ -42,13 +42,16 @@ def test_build_hud_body_shape() -> None:
     assert (wf["status"], wf["conclusion"], wf["name"], wf["run_id"]) == (
         "completed", "failure", "spyre-sim", "r-1")
     assert wf["test_results"] == {"passed": 2, "failed": 2, "skipped": 1}
-    assert wf["failed_tests"] == ["r-1::t1", "r-1::t2"]
+    assert "failed_tests" not in wf  # our extras stay out of the CRCR payload
+    assert body["relay"]["failed_tests"] == ["r-1::t1", "r-1::t2"]
 
 
 def test_failed_tests_capped_at_1000() -> None:
     run = make_run("big", outcomes=("failed",) * 1200)
-    wf = build_hud_body(run, Settings()).untrusted.callback_payload.workflow
-    assert len(wf.failed_tests) == 1000 and wf.test_results.failed == 1200
+    body = build_hud_body(run, Settings())
+    assert len(body.relay.failed_tests) == 1000
+    assert body.untrusted.callback_payload.workflow.test_results == {"passed": 0, "failed": 1200,
+                                                                     "skipped": 0}
 
 
 def _auth(relay: Relay) -> dict[str, str]:
@@ -79,10 +82,30 @@ def test_ingest_validation(relay: Relay) -> None:
     wrong_level["trusted"]["downstream_repo_level"] = "L9"
     assert httpx.post(url, json=wrong_level, headers=_auth(relay)).status_code == 422
     too_many = _body()
-    too_many["untrusted"]["callback_payload"]["workflow"]["failed_tests"] = ["x"] * 1001
+    too_many["relay"]["failed_tests"] = ["x"] * 1001
     assert httpx.post(url, json=too_many, headers=_auth(relay)).status_code == 422
+    minutes = _body()
+    minutes["trusted"]["ci_metrics"]["queue_time"] = -1.0
+    assert httpx.post(url, json=minutes, headers=_auth(relay)).status_code == 422
     assert httpx.post(url, json=[1, 2], headers=_auth(relay)).status_code == 422
     assert _hud_rows(relay) == []
+
+
+def test_ingest_takes_huds_internal_bot_header_and_any_bearer_case(relay: Relay) -> None:
+    token = relay.app.state.settings.results_token()
+    url = relay.url + "/api/crcr/results"
+    assert httpx.post(url, json=_body(), headers={"x-hud-internal-bot": token}).status_code == 201
+    assert httpx.post(url, json=_body(), headers={"Authorization": f"bearer {token}"}).status_code == 200
+    assert httpx.post(url, json=_body(), headers={"x-hud-internal-bot": "nope"}).status_code == 401
+
+
+def test_ingest_keeps_the_downstream_payload_verbatim(relay: Relay) -> None:
+    body = _body()
+    wf = body["untrusted"]["callback_payload"]["workflow"]
+    wf.update(run_attempt="2", url="https://github.com/o/r/actions/runs/1", check_run_id="cr-9")
+    assert httpx.post(relay.url + "/api/crcr/results", json=body, headers=_auth(relay)).status_code == 201
+    (row,) = _hud_rows(relay)
+    assert row.attempt == 2 and row.body == body
 
 
 @pytest.mark.parametrize("auth", [None, "Bearer wrong", "Basic abc", "Bearer tökén"])

@@ -46,9 +46,11 @@ def test_concurrent_identical_deliveries_processed_once(db_url, start_relay, rec
 MATRIX = [
     ("pull_request", "opened", 202), ("pull_request", "reopened", 202),
     ("pull_request", "synchronize", 202), ("pull_request", "closed", 202),
-    ("pull_request", "labeled", 202), ("pull_request", "edited", 200),
+    ("pull_request", "labeled", 200),  # only a ciflow/crcr/<device> label does anything (CRCR)
+    ("pull_request", "edited", 200),
     ("pull_request", "assigned", 200), ("push", None, 202),
     ("check_run", "rerequested", 202), ("check_run", "completed", 200),
+    ("check_suite", "rerequested", 202), ("check_suite", "completed", 200),
     ("issues", "opened", 200), ("workflow_run", "completed", 200),
 ]
 

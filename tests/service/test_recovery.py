@@ -14,7 +14,7 @@ from relay.store import (
     make_engine,
     make_session_factory,
 )
-from tests.fakes.github import pull_request_payload
+from tests.fakes.github import pull_request_payload, push_payload
 from tests.service.conftest import Recorder
 
 
@@ -61,7 +61,7 @@ def test_failing_processor_marks_failed_and_keeps_delivery(relay, recorder: Reco
 def test_submitting_twice_processes_once(settings, recorder: Recorder) -> None:
     app = create_app(settings, processor=recorder, report=False)
     with app.state.session_factory() as s:
-        insert_delivery(s, delivery_id="twice", event="push", payload="{}")
+        insert_delivery(s, delivery_id="twice", event="push", payload=json.dumps(push_payload()))
     app.state.queue.submit_delivery("twice")
     app.state.queue.submit_delivery("twice")
     assert app.state.queue.join(10)

@@ -60,6 +60,8 @@ def test_error_tree_is_pinned() -> None:
         "GitHubAPIError", "HudError", "HudBodyTooLarge", "HudPostError", "AllowlistError",
         "CallbackError", "CallbackAuthError", "CallbackForbidden", "CallbackRateLimited",
         "CallbackUnknown", "CallbackTransitionError",
+        # CRCR features of issue 15
+        "CallbackInvalid", "CiProvidersError",
         # the exceptions of the other rooms, in the one tree since issue 12
         "CommitEnvError", "InputError", "ChangeSourceError", "GitRangeError", "SymbolError",
         "SpecsInvalid", "EnvironmentError_", "ExecutionError", "ExecutionFailed", "MissingResults",

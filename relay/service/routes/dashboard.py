@@ -67,7 +67,8 @@ def job_json(job: Any, dispatch: Any) -> dict[str, Any]:
             "run_id": job.run_id, "run_attempt": job.run_attempt, "job_name": job.job_name,
             "workflow": job.workflow_name, "state": job.state, "conclusion": job.conclusion,
             "queue_ms": job.queue_ms, "exec_ms": job.exec_ms, "test_results": job.test_results,
-            "head_sha": dispatch.head_sha, "pr_number": dispatch.pr_number}
+            "head_sha": dispatch.head_sha, "pr_number": dispatch.pr_number,
+            "triage_verdict": job.triage_verdict}
 
 
 @router.get("/commits/{sha}")

@@ -1,8 +1,10 @@
 """``POST /api/crcr/results``: the dashboard ingest in CRCR's HUD body shape (design §5, §6).
 
-Authentication: ``Authorization: Bearer <Settings.results_token()>`` (``RELAY_DASHBOARD_TOKEN``,
-or derived from the webhook secret), compared in constant time; missing or wrong → 401 before
-the body is read.  Without any secret configured the ingest is open (a local replay's in-process
+Authentication: the results token (``Settings.results_token()``: ``RELAY_DASHBOARD_TOKEN``, or
+derived from the webhook secret) in HUD's ``x-hud-internal-bot`` header (what CRCR sends,
+test-infra PR #8143) or as ``Authorization: Bearer <token>`` (scheme in any case), compared in
+constant time; missing or wrong → 401 before the body is read.  Without any secret configured
+the ingest is open (a local replay's in-process
 post).  Answers: 201 ``{"status": "stored"}`` for a new job key, 200 ``{"status": "duplicate"}`` when
 the same (delivery_id, verified_repo, run_id, run_attempt, job_name) was posted before (stored
 once, newest body kept); 413 over 2 MB; 400 not JSON; 422 wrong shape (pydantic errors).
@@ -27,16 +29,22 @@ __all__ = ["router"]
 router = APIRouter()
 
 
+def _authorized(request: Request, expected: str) -> bool:
+    """The results token in ``x-hud-internal-bot`` or as a bearer token (constant time)."""
+    scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
+    given = [request.headers.get("x-hud-internal-bot", "")]
+    if scheme.lower() == "bearer":
+        given.append(bearer.strip())
+    return any(hmac.compare_digest(g.encode("utf-8", "surrogateescape"), expected.encode())
+               for g in given if g)
+
+
 @router.post("/api/crcr/results", status_code=201)
 async def ingest_results(request: Request) -> JSONResponse:
     """Validate and store one HUD body; see the module docstring for the answers."""
     metrics = request.app.state.metrics.hud_results
     expected = request.app.state.settings.results_token()
-    if expected is not None:
-        given = request.headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-                token.strip().encode("utf-8", "surrogateescape"), expected.encode()):
+    if expected is not None and not _authorized(request, expected):
             metrics.labels("rejected").inc()
             return JSONResponse({"detail": "missing or wrong bearer token for the results ingest"},
                                 status_code=401, headers={"WWW-Authenticate": "Bearer"})
@@ -57,7 +65,7 @@ async def ingest_results(request: Request) -> JSONResponse:
 
     def _store() -> bool:
         with request.app.state.session_factory() as session:
-            return ingest_body(session, body)
+            return ingest_body(session, body, data)
 
     new = await run_in_threadpool(_store)
     metrics.labels("stored" if new else "duplicate").inc()

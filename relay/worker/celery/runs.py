@@ -87,6 +87,8 @@ def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Any = Non
     work = DeliveryWork(settings, sf)
 
     def processor(delivery: Delivery, s: Settings, sink: ResultSink) -> object:
+        if work.rerun(delivery):
+            return None
         request = work.request(delivery)
         if request is None:
             return None
@@ -103,7 +105,7 @@ def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Any = Non
 
     return process_delivery(delivery_id, session_factory=sf, settings=settings,
                             processor=processor, report=work.report, fanout=work.fanout,
-                            retry=retry)
+                            retry=retry, ignore=work.ignored)
 
 
 def finish(settings: Settings, plan_json: dict[str, Any], note: str | None) -> str:

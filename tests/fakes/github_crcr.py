@@ -1,0 +1,86 @@
+"""The CRCR side of the fake GitHub: re-running a workflow run's failed jobs, a check suite's
+check runs, a repository's commits and its open pull requests by head branch.  Mixed into
+``tests.fakes.github.FakeGitHub`` (uses its ``check_runs``), with GitHub's answers:
+
+* ``POST /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs`` → 201; 403 ``"… is already
+  running"`` for a run id in ``running``; 404 for a repo not in ``workflow_repos`` (when set);
+* ``GET /repos/{o}/{r}/check-suites/{id}/check-runs`` → ``{"total_count", "check_runs"}`` paged
+  by ``per_page``/``page`` (runs of ``suites[id]``, by id from ``check_runs``);
+* ``GET /repos/{o}/{r}/commits/{sha}`` → 200 for a sha in ``commits[repo]``, else 404 (422 for
+  a malformed sha); ``commit_fail`` statuses are answered first;
+* ``GET /repos/{o}/{r}/pulls?state=open&head=owner:branch`` → the open PRs of that head
+  (``open_pulls[(repo, head)]`` = PR number).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+__all__ = ["CrcrRoutes"]
+
+_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
+
+
+class CrcrRoutes:
+    """Routes and state of the CRCR part of the fake (see the module docstring)."""
+
+    def _crcr_state(self) -> None:
+        if not hasattr(self, "reruns"):
+            #: ``(repo, run_id)`` per accepted rerun-failed-jobs request
+            self.reruns: list[tuple[str, int]] = []
+            self.running: set[int] = set()
+            self.suites: dict[int, list[int]] = {}
+            self.commits: dict[str, set[str]] = {}
+            self.commit_fail: list[int] = []
+            self.commit_lookups: list[str] = []
+            self.open_pulls: dict[tuple[str, str], int] = {}
+
+    def _crcr_routes(self, app: FastAPI, record: Any) -> None:
+        self._crcr_state()
+
+        @app.post("/repos/{owner}/{name}/actions/runs/{run_id}/rerun-failed-jobs")
+        def rerun(owner: str, name: str, run_id: int, request: Request) -> JSONResponse:
+            if (failed := record(request)) is not None:
+                return failed
+            if run_id in self.running:
+                return JSONResponse({"message": f"The workflow run {run_id} is already running."},
+                                    status_code=403)
+            self.reruns.append((f"{owner}/{name}", run_id))
+            return JSONResponse({}, status_code=201)
+
+        @app.get("/repos/{owner}/{name}/check-suites/{suite_id}/check-runs")
+        def suite_runs(owner: str, name: str, suite_id: int, request: Request) -> JSONResponse:
+            if (failed := record(request)) is not None:
+                return failed
+            ids = self.suites.get(suite_id, [])
+            per_page = min(int(request.query_params.get("per_page", 30)), 100)
+            page = max(int(request.query_params.get("page", 1)), 1)
+            chunk = ids[(page - 1) * per_page: page * per_page]
+            runs = [{"id": i, **self.check_runs[i]} for i in chunk]
+            return JSONResponse({"total_count": len(ids), "check_runs": runs})
+
+        @app.get("/repos/{owner}/{name}/commits/{sha}")
+        def commit(owner: str, name: str, sha: str, request: Request) -> JSONResponse:
+            if (failed := record(request)) is not None:
+                return failed
+            self.commit_lookups.append(sha)
+            if self.commit_fail:
+                return JSONResponse({"message": "fake"}, status_code=self.commit_fail.pop(0))
+            if not _SHA.fullmatch(sha):
+                return JSONResponse({"message": "No commit found for SHA"}, status_code=422)
+            if sha in self.commits.get(f"{owner}/{name}", set()):
+                return JSONResponse({"sha": sha, "commit": {"message": "x"}})
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+
+        @app.get("/repos/{owner}/{name}/pulls")
+        def pulls(owner: str, name: str, request: Request) -> JSONResponse:
+            if (failed := record(request)) is not None:
+                return failed
+            head = request.query_params.get("head", "")
+            number = self.open_pulls.get((f"{owner}/{name}", head))
+            return JSONResponse([{"number": number, "state": "open", "head": {"ref": head}}]
+                                if number is not None else [])
