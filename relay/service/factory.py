@@ -45,7 +45,7 @@ from relay.store.checkpoint import WalCheckpointer, background_checkpoints
 from relay.store.db import create_schema, make_engine, make_session_factory
 from relay.worker.delivery import DeliveryWork
 from relay.worker.processing import Processor
-from relay.worker.queue import TaskQueue
+from relay.worker.queue import InProcessQueue, TaskQueue
 
 __all__ = ["create_app", "recover_pending", "SHUTDOWN_GRACE_S"]
 
@@ -54,8 +54,18 @@ log = logging.getLogger(__name__)
 
 def _retry_later(app: FastAPI) -> Any:
     def retry(delivery_id: str, delay_s: float) -> None:
-        """Submit ``delivery_id`` again after ``delay_s`` (a daemon timer); if the relay stops
-        first, the row is still ``received`` and restart recovery submits it."""
+        """Submit ``delivery_id`` again after ``delay_s``: into the in-process pool's schedule
+        (started at that time by the first free thread), else by a daemon timer.  If the relay
+        stops first, the row is still ``received`` and restart recovery submits it."""
+        queue = app.state.queue
+        try:
+            if isinstance(queue, InProcessQueue):
+                queue.submit_later(delivery_id, delay_s)
+                return
+        except RuntimeError:  # queue closed: shutting down
+            log.info("[delivery: %s] retry left to restart recovery", delivery_id)
+            return
+
         def submit() -> None:
             try:
                 app.state.queue.submit_delivery(delivery_id)
