@@ -2,7 +2,7 @@
 
 ``deliveries``   every webhook delivery accepted by ``POST /webhooks/github``
 ``runs``         one pipeline ``Run`` (``relay.domain.run.Run``) per row
-``test_results`` one ``TestResult`` per (run, test id)
+``test_results`` one ``RunResult`` per (run, test id)
 ``hud_results``  bodies received by the dashboard ingest ``POST /api/crcr/results``
 ``dispatches``   one CRCR ``repository_dispatch`` per (delivery, downstream repo)
 ``jobs``         downstream jobs reported by callbacks (CRCR state machine)
@@ -18,7 +18,7 @@ Times are stored timezone-aware (UTC); SQLite drops the zone, loaders re-attach 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
@@ -32,12 +32,12 @@ DELIVERY_STATUSES = ("received", "processing", "processed", "ignored", "failed")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_utc(value: datetime) -> datetime:
     """``value`` with UTC attached when it is naive (SQLite drops the zone on the way back)."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 class Base(DeclarativeBase):
@@ -61,6 +61,8 @@ class DeliveryRecord(Base):
     processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     #: processing attempts so far (each claim counts one); transient failures are retried
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: when a transient failure's retry is due (``received`` rows only; cleared by the claim)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RunRecord(Base):
@@ -86,7 +88,7 @@ class RunRecord(Base):
     stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
 
-    results: Mapped[list["TestResultRecord"]] = relationship(
+    results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"
     )
 
@@ -110,6 +112,8 @@ class TestResultRecord(Base):
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     message: Mapped[str | None] = mapped_column(Text)
+    #: failure output, bounded (``relay.domain.results.DETAIL_MAX_CHARS``)
+    detail: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[RunRecord] = relationship(back_populates="results")
 

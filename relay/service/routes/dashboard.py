@@ -42,7 +42,7 @@ __all__ = ["router", "job_json", "backend_readiness"]
 router = APIRouter(prefix="/api/v1")
 SHA = re.compile(r"[0-9a-fA-F]{7,64}")  # SHA-1 (40) or SHA-256 (64) object names
 #: what run listings leave out (the full lists are on ``/runs/{id}``)
-LISTED = {"results", "verdicts"}
+LISTED = {"results", "verdicts", "selection"}
 
 
 @router.get("/dashboard")
@@ -85,7 +85,8 @@ def commit(sha: str, session: SessionDep) -> dict[str, Any]:
 
 
 @router.get("/deliveries")
-def deliveries(session: SessionDep, status: str | None = Query(None, pattern="^(received|processing|processed|ignored|failed)$"),
+def deliveries(session: SessionDep,
+               status: str | None = Query(None, pattern="^(received|processing|processed|ignored|failed)$"),
                limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
     """``{"deliveries": [...]}``: the newest webhook deliveries (optionally of one ``status``)
     with their processing ``error`` — where a delivery that failed (GitHub unreachable, bad
