@@ -38,7 +38,7 @@ from relay.reporting.sender import make_sender
 from relay.service import intake
 from relay.service.lifecycle import SHUTDOWN_GRACE_S, lifespan_for, recover_pending
 from relay.service.metrics import Metrics, event_label
-from relay.service.routes import callback, dashboard, health, ingest, page
+from relay.service.routes import callback, dashboard, health, ingest, page, page_ops
 from relay.service.writer import DeliveryWriter
 from relay.settings import Settings, get_settings
 from relay.store.checkpoint import WalCheckpointer, background_checkpoints
@@ -165,6 +165,6 @@ def create_app(
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
     app.add_exception_handler(Exception, internal_error)
-    for module in (ingest, callback, dashboard, page, health):
+    for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
     return app

@@ -2,7 +2,8 @@
 
 L3 needs (design §6): ≥ 1 month at L2, weekly job success rate > 90 %, end-to-end P50 < 3 h,
 < 1 % of jobs over 3 h in the last 14 days, queue time (P50) < 30 min.  ``readiness`` is called
-once per ``GET /api/v1/backends/{name}/readiness`` and per dashboard page render.
+once per ``GET /api/v1/backends/{name}/readiness`` and per readiness page render; ``weekly``
+gives the same numbers per week (the page's trend charts, ``"weekly"`` in the JSON).
 
 Sources: a downstream repo's ``jobs`` (queue = dispatch sent → in_progress, execution =
 in_progress → completed, end-to-end = the sum; TIMED_OUT counts as a failed job over 3 h), or
@@ -13,7 +14,7 @@ yet keep a history of allowlist changes).  Times are in milliseconds.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -23,15 +24,17 @@ from relay.store.history import local_runs_since
 from relay.store.jobs import list_jobs
 from relay.store.tables import DeliveryRecord, JobRecord, RunRecord
 
-__all__ = ["readiness", "L3_CRITERIA"]
+__all__ = ["readiness", "weekly", "L3_CRITERIA", "WEEKS"]
 
 H3_MS = 3 * 3600 * 1000.0
+#: weeks the trend covers
+WEEKS = 8
 L3_CRITERIA = {"days_at_l2": 30, "success_rate_7d": 0.90, "p50_e2e_ms": H3_MS,
                "share_over_3h_14d": 0.01, "p50_queue_ms": 30 * 60 * 1000.0}
 
 
 def _utc(t: datetime | None) -> datetime | None:
-    return t.replace(tzinfo=timezone.utc) if t is not None and t.tzinfo is None else t
+    return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
 
 
 def _p50(values: list[float]) -> float | None:
@@ -76,7 +79,7 @@ def _samples_runs(session: Session, name: str, since: datetime) -> tuple[list[di
 def readiness(session: Session, name: str, level: str | None, *, local: bool,
               now: datetime | None = None) -> dict[str, Any]:
     """The readiness JSON of backend/repo ``name`` currently at ``level`` (``None``: not listed)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     since14 = now - timedelta(days=14)
     samples, first = (_samples_runs if local else _samples_jobs)(session, name, since14)
     week = [s for s in samples if s["at"] >= now - timedelta(days=7)]
@@ -104,4 +107,26 @@ def readiness(session: Session, name: str, level: str | None, *, local: bool,
     return {"backend": name, "level": level, "local": local, "jobs_14d": len(samples),
             "jobs_7d": len(week), "success_rate_7d": success, "p50_e2e_ms": e2e,
             "share_over_3h_14d": over, "p50_queue_ms": queue, "days_observed": round(days, 2),
-            "criteria": criteria, "qualifies_for": qualifies}
+            "criteria": criteria, "qualifies_for": qualifies,
+            "weekly": weekly(session, name, local=local, now=now)}
+
+
+def weekly(session: Session, name: str, *, local: bool, weeks: int = WEEKS,
+           now: datetime | None = None) -> list[dict[str, Any]]:
+    """The criteria's numbers per week, oldest first, the last week ending ``now``:
+    ``[{week_start (ISO), jobs, success_rate, p50_e2e_ms, over_3h, share_over_3h, p50_queue_ms}]``
+    (``None`` for a week without jobs)."""
+    now = now or datetime.now(UTC)
+    start = now - timedelta(days=7 * weeks)
+    samples, _first = (_samples_runs if local else _samples_jobs)(session, name, start)
+    out = []
+    for w in range(weeks):
+        lo, hi = start + timedelta(days=7 * w), start + timedelta(days=7 * (w + 1))
+        got = [x for x in samples if lo <= x["at"] < hi or (w == weeks - 1 and x["at"] == hi)]
+        over = sum(x["over_3h"] for x in got)
+        out.append({"week_start": lo.isoformat(), "jobs": len(got),
+                    "success_rate": sum(x["ok"] for x in got) / len(got) if got else None,
+                    "p50_e2e_ms": _p50([x["e2e_ms"] for x in got if x["e2e_ms"] is not None]),
+                    "over_3h": over, "share_over_3h": over / len(got) if got else None,
+                    "p50_queue_ms": _p50([x["queue_ms"] for x in got if x["queue_ms"] is not None])})
+    return out
