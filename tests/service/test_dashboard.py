@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import httpx
 
 from relay.store import save_run
@@ -55,9 +57,9 @@ def test_commit_history_flaky_routes(relay: Relay) -> None:
 
 
 def test_readiness_local_backend(relay: Relay) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with relay.app.state.session_factory() as s:
         for i in range(20):  # 19 green runs of 90 s and one red one, over 40 days
             start = now - timedelta(days=2 * i, hours=1)

@@ -27,12 +27,13 @@ EVIL = "<script>alert(1)</script>"
 
 
 def _regression_run() -> Run:
-    results = [TestResult(id="core::TestCommon::test_x[softmax-float16]", upstream="test/test_ops.py::TestCommon::test_x",
-                          op="softmax", dtype="float16", outcome="failed", attempts=3, duration_ms=40.0,
+    ops_test, modules_test = "test/test_ops.py::TestCommon::test_x", "test/test_modules.py::TestModule::test_forward"
+    results = [TestResult(id="core::TestCommon::test_x[softmax-float16]", upstream=ops_test, op="softmax",
+                          dtype="float16", outcome="failed", attempts=3, duration_ms=40.0,
                           message=f"AssertionError: not close {EVIL}"),
-               TestResult(id="core::TestCommon::test_x[add-float16]", upstream="test/test_ops.py::TestCommon::test_x",
-                          op="add", dtype="float16", outcome="flaky", attempts=2, duration_ms=20.0),
-               TestResult(id="mods::TestModule::test_forward[nn.Linear]", upstream="test/test_modules.py::TestModule::test_forward",
+               TestResult(id="core::TestCommon::test_x[add-float16]", upstream=ops_test, op="add",
+                          dtype="float16", outcome="flaky", attempts=2, duration_ms=20.0),
+               TestResult(id="mods::TestModule::test_forward[nn.Linear]", upstream=modules_test,
                           module="nn.Linear", outcome="xfailed", duration_ms=5.0, message="no kernel")]
     verdicts = [Verdict(id=results[0].id, verdict="NEW", head="failed", base="passed", reason=f"fails on head {EVIL}"),
                 Verdict(id=results[1].id, verdict="FLAKY", head="flaky", base="passed", reason="rerun passed"),
@@ -82,13 +83,15 @@ def test_grid_rows_cells_and_in_flight_work(filled) -> None:
     assert keys == ["spyre-sim", "spyre-sim/core", "spyre-sim/mods", "spyre-sim/plain-1"]
     reg = next(r for r in grid["rows"] if r["head"] == "a" * 40)
     assert reg["pr_number"] == 4242 and reg["links"]["pr"] == "https://github.com/pytorch/pytorch/pull/4242"
-    assert {k: c["char"] for k, c in reg["cells"].items()} == {"spyre-sim": "X", "spyre-sim/core": "X", "spyre-sim/mods": "O"}
+    assert {k: c["char"] for k, c in reg["cells"].items()} == {"spyre-sim": "X", "spyre-sim/core": "X",
+                                                               "spyre-sim/mods": "O"}
     running = next(r for r in grid["rows"] if r["head"] == "f" * 40)
     assert running["pending"]["char"] == "?" and running["pending"]["progress"]["done"] == 3
     assert next(r for r in grid["rows"] if r["head"] == "9" * 40)["pending"]["conclusion"] == "retrying"
     html = _get(filled, "/").text
     assert 'data-live="1"' in html and "Speed up softmax &lt;script&gt;" in html
-    assert 'href="/runs/reg-1?test=core%3A%3A"' in html and 'href="https://github.com/pytorch/pytorch/pull/4242">#4242' in html
+    assert 'href="/runs/reg-1?test=core%3A%3A"' in html
+    assert 'href="https://github.com/pytorch/pytorch/pull/4242">#4242' in html
     assert re.search(r'data-column="spyre-sim" data-conclusion="pending">\s*<a href="/deliveries#d-run"', html)
 
 
@@ -108,7 +111,8 @@ def test_run_page_counts_filters_failures_and_selection(filled) -> None:
     table = filtered.split('id="results-table"', 1)[1].split("</table>", 1)[0]
     assert "[add-float16]" in table and "[softmax-float16]" not in table
     by_verdict = _get(filled, "/runs/reg-1", verdict="NEW").text.split('id="results-table"', 1)[1]
-    assert "[softmax-float16]" in by_verdict.split("</table>", 1)[0] and "[add-float16]" not in by_verdict.split("</table>", 1)[0]
+    new_only = by_verdict.split("</table>", 1)[0]
+    assert "[softmax-float16]" in new_only and "[add-float16]" not in new_only
     missing = _get(filled, "/runs/nope")
     assert missing.status_code == 404 and "run not found: nope" in missing.text
     assert _get(filled, "/runs/reg-1", verdict="<x>").status_code == 422
@@ -144,7 +148,8 @@ def test_deliveries_flaky_readiness_pages(filled) -> None:
     assert 'data-test="core::TestCommon::test_x[add-float16]"' in flaky
     ready = _get(filled, "/backends/spyre-sim/readiness").text
     for text in ('id="level">L2', "results are posted to the dashboard", "weekly job success above 90 %",
-                 'id="trend-success_rate"', 'id="trend-p50_e2e_ms"', 'id="trend-share_over_3h"', 'id="trend-p50_queue_ms"'):
+                 'id="trend-success_rate"', 'id="trend-p50_e2e_ms"', 'id="trend-share_over_3h"',
+                 'id="trend-p50_queue_ms"'):
         assert text in ready
     assert _get(filled, "/backends/acme/none/readiness").status_code == 404
     weekly = _get(filled, "/api/v1/backends/spyre-sim/readiness").json()["weekly"]
