@@ -19,9 +19,12 @@ def bar_chart(points: Sequence[dict[str, Any]], *, value: str, fmt: Callable[[fl
               width: int = 640, height: int = 110) -> dict[str, Any]:
     """Bars for ``points`` (in drawing order, left → right): height ∝ ``point[value]`` (``None``:
     an empty slot), class ``point[css]``, link ``point[href]``, tooltip ``"<label>: <fmt(value)>"``.
-    The scale tops at the largest of the values, ``threshold`` × 1.15 and ``ceiling``."""
+    The scale tops at the largest of the values and ``threshold`` × 1.15 — or, given a
+    ``ceiling`` (1.0 for a share), at the ceiling unless a value exceeds it."""
     values = [p.get(value) for p in points]
-    top = max([v for v in values if v is not None] + [(threshold or 0) * 1.15, ceiling or 0, 1e-9])
+    top = max([v for v in values if v is not None] + [(threshold or 0) * 1.15, 1e-9])
+    if ceiling is not None:  # a share: the scale is the ceiling (100 %) unless a value exceeds it
+        top = max([v for v in values if v is not None] + [ceiling])
     inner = height - 14  # room for the axis labels
     slot = width / max(1, len(points))
     bars = []
