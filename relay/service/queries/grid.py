@@ -22,10 +22,12 @@ from relay.store.grid import group_counts, group_verdicts, inflight_deliveries, 
 from relay.store.progress import progress_for
 from relay.store.tables import DispatchRecord, JobRecord, as_utc
 
-__all__ = ["grid_json", "delivery_head", "RUNS_PER_COMMIT"]
+__all__ = ["grid_json", "delivery_head", "RUNS_PER_COMMIT", "SIDE_TRIGGERS"]
 
 #: runs read per grid row asked for (a commit has a run, maybe a baseline and bisection rounds)
 RUNS_PER_COMMIT = 6
+#: runs made for another run (``relay.domain.run.Trigger``): shown only where a commit has no own run
+SIDE_TRIGGERS = ("baseline", "bisect")
 
 
 def delivery_head(event: str, payload_text: str) -> dict[str, Any] | None:
@@ -62,7 +64,10 @@ def _add_runs(session: Session, rows: dict[str, dict], columns: dict[str, dict],
     records = recent_run_rows(session, limit)
     ids = [r.id for r in records]
     outcomes, verdicts = group_counts(session, ids), group_verdicts(session, ids)
-    for r in records:  # newest first: the first run seen in a cell is the one it shows
+    # a commit's own runs first, newest first, then the side runs made for other runs
+    # (baselines, bisection rounds): the first run seen in a cell is the one it shows
+    records.sort(key=lambda r: r.trigger in SIDE_TRIGGERS)
+    for r in records:
         row = rows.setdefault(r.head, _row(r.head, r.title, r.ref, r.base, r.started_at, upstream))
         row["runs"] += 1
         whole = {"flaky": (r.counts or {}).get("flaky", 0)}
