@@ -19,6 +19,8 @@ Unknown runs answer a 404 page, malformed input a 400 page, each saying why.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
@@ -65,7 +67,7 @@ def run_page(request: Request, run_id: str, session: SessionDep,
                              outcome=outcome or None)
     except RunNotFound:
         return error_page(request, 404, f"run not found: {run_id}")
-    return render(request, "run.html", view=view, json_url=f"/api/v1/runs/{run_id}")
+    return render(request, "run.html", view=view, json_url=f"/api/v1/runs/{quote(run_id, safe='')}")
 
 
 @router.get("/commits/{sha}", response_class=HTMLResponse)
@@ -82,7 +84,7 @@ def test_page(request: Request, session: SessionDep, test: str = Query("", max_l
     if not test:
         return error_page(request, 400, "give a test id or upstream test name: /tests/history?test=ID")
     view = tests.test_view(session, test, limit)
-    return render(request, "test.html", view=view, json_url=f"/api/v1/tests/history?test={test}")
+    return render(request, "test.html", view=view, json_url=f"/api/v1/tests/history?test={quote(test, safe='')}")
 
 
 @router.get("/tests", response_class=HTMLResponse)
