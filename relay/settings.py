@@ -4,7 +4,8 @@ Variables: ``RELAY_WEBHOOK_SECRET``, ``RELAY_DATABASE_URL`` (default
 ``sqlite:///<RELAY_STATE_DIR or ./.relay>/relay.db``), ``RELAY_BROKER_URL`` (unset = work runs
 in-process), ``RELAY_GITHUB_API_URL``, ``RELAY_GITHUB_TOKEN``, ``RELAY_DASHBOARD_URL`` (unset =
 this relay, in-process), ``RELAY_ALLOWLIST`` (path of a CRCR allowlist YAML),
-``RELAY_UPSTREAM_REPO``, ``RELAY_BACKEND``.
+``RELAY_UPSTREAM_REPO``, ``RELAY_BACKEND``, ``RELAY_WORKERS`` (threads working deliveries
+in-process, default 2: one long run no longer holds every other delivery).
 
 CRCR extras: ``RELAY_ALLOWLIST`` may be a file path or an ``http(s)://`` URL (reloaded when
 its mtime / ETag changes, checked at most every ``RELAY_ALLOWLIST_REFRESH_S`` seconds);
@@ -88,6 +89,8 @@ class Settings(BaseSettings):
     allowlist_refresh_s: float = 5.0
     upstream_repo: str = "pytorch/pytorch"
     backend: str = "spyre-sim"
+    #: threads of the in-process queue (``relay.worker.queue.InProcessQueue``; unused with a broker)
+    workers: int = Field(2, ge=1, le=32)
     public_url: str = "http://127.0.0.1:8000"
     callback_secret: SecretStr | None = None
     oidc_jwks_url: str | None = None

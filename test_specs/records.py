@@ -27,7 +27,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from test_specs.results import TestResult
+from test_specs.results import BAD_OUTCOMES, TestResult
 
 #: xdist's ``when`` for the report it makes when a worker dies inside a test.
 CRASH_WHEN = "???"
@@ -96,7 +96,8 @@ def _meta_from_id(item_id: str) -> dict[str, Any]:
 
 def make_result(item_id: str, meta: dict[str, Any], **fields: Any) -> TestResult:
     """A ``TestResult`` for ``item_id``: metadata from ``meta`` (a ``SpecItem`` dict or JUnit-style
-    properties), else guessed from the id; ``fields`` = outcome, duration_ms, attempts, message."""
+    properties), else guessed from the id; ``fields`` = outcome, duration_ms, attempts, message,
+    detail."""
     m = {**_meta_from_id(item_id), **{k: v for k, v in meta.items() if v is not None}}
     return TestResult(id=item_id, upstream=m.get("upstream") or "", op=m.get("op"), module=m.get("module"),
                       dtype=m.get("dtype"), mode=m.get("mode") or "mandatory_success", **fields)
@@ -151,6 +152,14 @@ def outcome_of(reports: list[dict[str, Any]]) -> tuple[str, str | None]:
                 return "failed", text.strip()
             return "failed", first_line(text)
     return "passed", None
+
+
+def failure_output(reports: list[dict[str, Any]]) -> str | None:
+    """The failure output of one attempt: the text of every failed or crash report's
+    ``longrepr`` (crash message and traceback lines), ``None`` when there is none."""
+    texts = [_text(r.get("longrepr")) for r in reports
+             if r.get("outcome") == "failed" or r.get("when") == CRASH_WHEN]
+    return "\n".join(t for t in texts if t) or None
 
 
 class ReportLog:
@@ -208,4 +217,5 @@ class ReportLog:
         if outcome == "passed" and reruns:
             outcome = "flaky"
         return make_result(item_id, meta, outcome=outcome, attempts=1 + reruns, message=message,
+                           detail=failure_output(reports) if outcome in BAD_OUTCOMES else None,
                            duration_ms=round(sum(r.get("duration") or 0.0 for r in reports) * 1000.0, 3))

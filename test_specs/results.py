@@ -21,7 +21,9 @@ class TestResult(BaseModel):
     """One executed item: ``outcome`` after reruns, ``duration_ms`` of the last attempt.
 
     ``attempts`` counts executions (1 + reruns).  ``flaky`` means it failed and then passed on a
-    rerun (PyTorch CI's convention).  ``message`` holds the first line of the failure, if any.
+    rerun (PyTorch CI's convention).  ``message`` holds the first line of the failure, if any;
+    ``detail`` the failure output (crash message and traceback lines) of a failed, crashed or
+    timed-out test, unbounded here (``relay.domain.results`` bounds what a run stores).
     """
 
     __test__ = False  # not a pytest test class
@@ -37,3 +39,4 @@ class TestResult(BaseModel):
     duration_ms: float = 0.0
     attempts: int = 1
     message: str | None = None
+    detail: str | None = None

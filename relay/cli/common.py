@@ -40,8 +40,9 @@ warnings.filterwarnings("ignore", module=r"torch(\.|$)")
 
 def fail(message: str, code: int = 2) -> None:
     """Print ``message`` to stderr and exit with ``code`` (2 = bad input).  The message is
-    printed as text: brackets in test ids or paths are never read as rich markup."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    printed as text: brackets in test ids or paths are never read as rich markup, and on one
+    line however long (a path with its ``file:line`` stays copyable)."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -71,11 +72,15 @@ def spec_files_or_fail(spec: list[Path] | None) -> list[Path] | None:
 
 
 def read_change_or_fail(ref: str):
-    """The ChangeSet in the file ``ref``; an unreadable one ends the command with its message."""
-    from relay.changes.inputs import load_changeset
+    """The change in the file ``ref`` — a ChangeSet, PR-files JSON or unified diff, told apart
+    by content (``relay.changes.inputs.read_change``); a missing or unreadable file ends the
+    command with its message and a hint (``--upstream`` for a commit, ``relay changes``)."""
+    from relay.changes.inputs import read_change, revision_hint
     from relay.errors import InputError
 
+    if ref != "-" and not Path(ref).exists():
+        fail(revision_hint(ref))
     try:
-        return load_changeset(ref)
+        return read_change(ref)
     except InputError as exc:
         fail(str(exc))

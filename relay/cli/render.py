@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from relay.domain.outcomes import bad_results
@@ -20,15 +27,19 @@ from test_specs.results import OUTCOMES, TestResult
 
 
 class BarProgress(PipelineProgress):
-    """Draws phases as status lines and test execution as a progress bar on ``console``."""
+    """Draws phases as status lines, counted steps (the index capture) as a bar with its ETA,
+    and test execution as a bar whose text is the running totals by outcome — so the line left
+    on screen when the bar stops reads ``tests ━━━ 6/6 2 passed · 2 failed · 2 xfailed``."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                            TimeElapsedColumn(), console=console, transient=False)
+                            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                            console=console, transient=False)
         self.task: int | None = None
-        self.done: set[str] = set()
+        self.steps: dict[str, int] = {}  # counted step name -> its bar task
+        self.outcomes: dict[str, str] = {}  # test id -> outcome of its latest attempt
 
     def phase(self, name: str) -> None:
         if name == "running tests":
@@ -37,17 +48,35 @@ class BarProgress(PipelineProgress):
             self.bar.stop()
         self.console.log(f"{name} …")
 
+    def count(self, name: str, done: int, total: int) -> None:
+        """A bar with an ETA for a counted step; stopped and dropped when it completes."""
+        if name not in self.steps:
+            self.steps[name] = self.bar.add_task(name, total=total, last="")
+            self.bar.start()
+        task = self.steps[name]
+        self.bar.update(task, completed=done, total=total)
+        if done >= total:
+            self.bar.stop()
+            self.bar.remove_task(task)
+            del self.steps[name]
+
     def total(self, n: int) -> None:
         self.task = self.bar.add_task("tests", total=n, last="")
+
+    def totals(self) -> str:
+        """The tests finished so far per outcome (a rerun's outcome replaces the first), in
+        ``OUTCOMES`` order: ``2 passed · 1 failed``."""
+        tally = {o: 0 for o in OUTCOMES}
+        for outcome in self.outcomes.values():
+            tally[outcome] = tally.get(outcome, 0) + 1
+        return " · ".join(f"{n} {o}" for o, n in tally.items() if n)
 
     def result(self, result: TestResult) -> None:
         if self.task is None:
             return
-        if result.id in self.done:  # a rerun: show it, do not advance past the total
-            self.bar.update(self.task, last=escape(f"rerun {result.id}: {result.outcome}"))
-            return
-        self.done.add(result.id)
-        self.bar.update(self.task, advance=1, last=escape(f"{result.outcome}: {result.id}"[:60]))
+        rerun = result.id in self.outcomes
+        self.outcomes[result.id] = result.outcome
+        self.bar.update(self.task, advance=0 if rerun else 1, last=escape(self.totals()))
 
     def close(self) -> None:
         self.bar.stop()
@@ -97,9 +126,7 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
             env = run.environments.get(role, {})
             console.print(f"{role}: {env.get('name')} (torch {env.get('torch_version')}, "
                           f"git {str(env.get('torch_git_version'))[:12]})", highlight=False)
-        for v in run.verdicts:
-            if v.verdict in ("NEW", "INFRA"):
-                console.print(f"[red]{v.verdict}[/red] {escape(v.id)}: {escape(v.reason)}", highlight=False)
+    print_named(console, run)
     console.print(f"{skipped_by_selection} selected tests classified skip (not run); "
                   f"{run.selected} run; stored in the database as run {run.id}")
     for note in outcome.notes[:10]:
@@ -114,6 +141,31 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
         console.print(f"… and {len(failed) - 15} more")
     if outcome.report_error:
         console.print(f"[yellow]dashboard post failed: {outcome.report_error}[/yellow]")
+
+
+#: how many tests of one kind the summary names before "… and N more"
+NAMED = 15
+_STYLE = {"NEW": "red", "INFRA": "red", "FLAKY": "yellow"}
+
+
+def print_named(console: Console, run: Run) -> None:
+    """Name the tests a reader must look at: NEW, FLAKY and INFRA verdicts with their reasons
+    (a run with a baseline), else the ``flaky`` results (failed, then passed on a rerun)."""
+    if run.verdicts:
+        named = [(v.verdict, v.id, v.reason) for kind in ("NEW", "FLAKY", "INFRA")
+                 for v in run.verdicts if v.verdict == kind]
+    else:
+        named = [("FLAKY", r.id, f"failed, then passed on a rerun ({r.attempts} attempts)")
+                 for r in run.results if r.outcome == "flaky"]
+    shown: dict[str, int] = {}
+    for kind, test_id, reason in named:
+        shown[kind] = shown.get(kind, 0) + 1
+        if shown[kind] <= NAMED:
+            style = _STYLE[kind]
+            console.print(f"[{style}]{kind}[/{style}] {escape(test_id)}: {escape(reason)}", highlight=False)
+    for kind, n in shown.items():
+        if n > NAMED:
+            console.print(f"… and {n - NAMED} more {kind}", highlight=False)
 
 
 def print_culprit(console: Console, run: Run, commits: int) -> None:

@@ -1,7 +1,8 @@
 """``relay replay``: the main job — one upstream change through the whole pipeline, locally.
 
-The command is a composition root: it reads the change (a ChangeSet file, a version pair
-``torch==X..torch==Y``, or with ``--upstream`` a commit range of a checkout), then wires the
+The command is a composition root: it reads the change (a ChangeSet, PR-files JSON or unified
+diff file, told apart by content; a version pair ``torch==X..torch==Y``; or with ``--upstream``
+a commit or range of a checkout), then wires the
 pipeline's ports — executors from ``relay.execution.registry`` (local pytest, or Celery shards
 with ``RELAY_BROKER_URL``), the store on ``RELAY_DATABASE_URL``, a sink that stores the run and
 posts it to the dashboard — and prints the summary.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -94,17 +95,29 @@ def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: in
 
 @app.command()
 def replay(
-    ref: Annotated[str, typer.Argument(help="A ChangeSet JSON file (see examples/changes/), a version pair torch==X..torch==Y (runs head and base in those versions), or with --upstream a commit or range A..B of that checkout (bisected for a culprit when RELAY_COMMIT_ENV is set).")],
+    ref: Annotated[str, typer.Argument(
+        help="A change file — a ChangeSet JSON (see examples/changes/), GitHub PR-files JSON or a unified "
+        "diff, told apart by content (- = stdin) — a version pair torch==X..torch==Y (runs head and base "
+        "in those versions), or with --upstream a commit or range A..B of that checkout (bisected for a "
+        "culprit when RELAY_COMMIT_ENV is set).")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
-    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files or directories of them (default: the bundled specs).")] = None,
+    spec: Annotated[list[Path] | None, typer.Option(
+        help="Spec files or directories of them (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
     device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
     timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
-    head_env: Annotated[Optional[str], typer.Option("--head-env", help="Environment of the head run: current, torch==X, a wheel path or URL, +faults=<SPYRE_SIM_FAULTS>.")] = None,
-    base_env: Annotated[Optional[str], typer.Option("--base-env", help="Environment of the baseline (default: current when --head-env is given).")] = None,
-    upstream: Annotated[Optional[Path], typer.Option("--upstream", exists=True, file_okay=False, help="A PyTorch checkout: run the specs' upstream test files (path: entries) from it.")] = None,
+    head_env: Annotated[str | None, typer.Option(
+        "--head-env",
+        help="Environment of the head run: current, torch==X, a wheel path or URL, "
+        "+faults=<SPYRE_SIM_FAULTS>.")] = None,
+    base_env: Annotated[str | None, typer.Option(
+        "--base-env", help="Environment of the baseline (default: current when --head-env is given).")] = None,
+    upstream: Annotated[Path | None, typer.Option(
+        "--upstream", exists=True, file_okay=False,
+        help="A PyTorch checkout: run the specs' upstream test files (path: entries) from it.")] = None,
     shards: Annotated[int, typer.Option("--shards", min=1, help="Concurrent pytest processes.")] = 1,
-    budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
+    budget_minutes: Annotated[float | None, typer.Option(
+        "--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
 ) -> None:
     """Run the whole pipeline locally for one upstream change: select, run, store, report.
 

@@ -4,64 +4,101 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from relay.cli.common import app, err, fail, settings_or_fail, spec_files_or_fail, specs_app
 
 
+def _select_change(ref: str | None, diff: str | None, files: str | None, changes: str | None,
+                   src_from: str | None, src_to: str | None, upstream: Path | None):
+    """The ChangeSet ``relay select`` was given (exactly one source), or the command ends with a
+    message: REF is detected by content (or, with ``--upstream``, a commit or range)."""
+    from relay.changes.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
+    from relay.cli.common import read_change_or_fail
+
+    pair = src_from is not None or src_to is not None
+    given = [x for x in (ref, diff, files, changes) if x is not None] + ([True] if pair else [])
+    if len(given) != 1 or (pair and (src_from is None or src_to is None)):
+        fail("give exactly one change: REF (a ChangeSet, PR-files JSON or diff file; with --upstream "
+             "a commit or range), --diff, --files, --changes, or both --from and --to")
+    if pair:
+        from relay.changes import ChangeSourceError, build_changeset
+
+        try:
+            return build_changeset(src_from, src_to)
+        except ChangeSourceError as exc:
+            fail(str(exc))
+    if ref is not None:
+        if upstream is not None and ref != "-" and not Path(ref).exists():
+            from relay.changes.gitrange import git_range
+            from relay.errors import GitRangeError
+
+            try:
+                return git_range(upstream, ref, upstream=settings_or_fail().upstream_repo).changeset
+            except GitRangeError as exc:
+                fail(str(exc))
+        return read_change_or_fail(ref)
+    try:
+        return (changeset_from_diff(diff) if diff is not None else
+                changeset_from_pr_files(files) if files is not None else load_changeset(changes))
+    except InputError as exc:
+        fail(str(exc))
+
+
 @app.command()
 def select(
-    diff: Annotated[Optional[str], typer.Option("--diff", help="Unified diff (git diff output) file, or - for stdin.")] = None,
-    files: Annotated[Optional[str], typer.Option("--files", help="GitHub PR-files JSON array, as-is (- = stdin).")] = None,
-    changes: Annotated[Optional[str], typer.Option("--changes", help="A ChangeSet JSON file.")] = None,
-    src_from: Annotated[Optional[str], typer.Option("--from", help="Old version: wheel, tree or REPO@REV (upgrade mode).")] = None,
-    src_to: Annotated[Optional[str], typer.Option("--to", help="New version: wheel, tree or REPO@REV (upgrade mode).")] = None,
-    upgrade: Annotated[Optional[bool], typer.Option("--upgrade/--pr", help="Selection mode (default: upgrade when base/head are versions).")] = None,
-    budget_minutes: Annotated[Optional[float], typer.Option("--budget-minutes", min=0, help="Cut the ranked list to this much measured test time.")] = None,
-    source_root: Annotated[Optional[Path], typer.Option("--source-root", help="PyTorch source tree for the source map (default: the installed torch).")] = None,
+    ref: Annotated[str | None, typer.Argument(
+        help="A change file — ChangeSet JSON, GitHub PR-files JSON or unified diff, told apart by content (- ="
+        " stdin) — or with --upstream a commit or range A..B.")] = None,
+    diff: Annotated[str | None, typer.Option(
+        "--diff", help="Unified diff (git diff output) file, or - for stdin.")] = None,
+    files: Annotated[str | None, typer.Option("--files", help="GitHub PR-files JSON array, as-is (- = stdin).")] = None,
+    changes: Annotated[str | None, typer.Option("--changes", help="A ChangeSet JSON file.")] = None,
+    src_from: Annotated[str | None, typer.Option(
+        "--from", help="Old version: wheel, tree or REPO@REV (upgrade mode).")] = None,
+    src_to: Annotated[str | None, typer.Option(
+        "--to", help="New version: wheel, tree or REPO@REV (upgrade mode).")] = None,
+    upstream: Annotated[Path | None, typer.Option(
+        "--upstream", exists=True, file_okay=False,
+        help="A PyTorch checkout REF's commit or range is read from.")] = None,
+    upgrade: Annotated[bool | None, typer.Option(
+        "--upgrade/--pr", help="Selection mode (default: upgrade when base/head are versions).")] = None,
+    budget_minutes: Annotated[float | None, typer.Option(
+        "--budget-minutes", min=0, help="Cut the ranked list to this much measured test time.")] = None,
+    source_root: Annotated[Path | None, typer.Option(
+        "--source-root", help="PyTorch source tree for the source map (default: the installed torch).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Selection as JSON on stdout.")] = False,
-    spec: Annotated[Optional[list[Path]], typer.Option(help="Spec files or directories of them (default: the bundled specs).")] = None,
+    spec: Annotated[list[Path] | None, typer.Option(
+        help="Spec files or directories of them (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
 ) -> None:
     """Stages 1–3 only: print which tests a change selects, with reasons (design §4 with --json)."""
     from rich.markup import escape
 
-    from relay.changes.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
-    from relay.cli.render import stage_table
+    from relay.cli.render import BarProgress, stage_table
+    from relay.pipeline.indexing import build_selector
     from relay.pipeline.specs import default_specs, load_items
     from relay.store.durations import durations_from_db
-    from selection.pipeline import Selector, to_selection
+    from selection.pipeline import to_selection
 
-    pair = src_from is not None or src_to is not None
-    given = [x for x in (diff, files, changes) if x is not None] + ([True] if pair else [])
-    if len(given) != 1 or (pair and (src_from is None or src_to is None)):
-        fail("give exactly one of --diff, --files, --changes, or both --from and --to")
-    try:
-        if pair:
-            from relay.changes import ChangeSourceError, build_changeset
-
-            try:
-                cs = build_changeset(src_from, src_to)
-            except ChangeSourceError as exc:
-                fail(str(exc))
-        else:
-            cs = (changeset_from_diff(diff) if diff is not None else
-                  changeset_from_pr_files(files) if files is not None else load_changeset(changes))
-    except InputError as exc:
-        fail(str(exc))
+    cs = _select_change(ref, diff, files, changes, src_from, src_to, upstream)
+    pair = src_from is not None
     if upgrade is None:
         mode = "upgrade" if pair else "auto"  # two versions given: upgrade mode
     else:
         mode = "upgrade" if upgrade else "pr"
     settings = settings_or_fail()
     items = load_items(spec_files_or_fail(spec) or default_specs())
+    progress = BarProgress(err)
     try:
-        selector = Selector(items, profile=backend, cache_dir=settings.state_dir / "index",
-                            source_root=source_root)
+        selector = build_selector(items, profile=backend, cache_dir=settings.state_dir / "index",
+                                  progress=progress, source_root=source_root)
     except KeyError as exc:
         fail(str(exc.args[0]))
+    finally:
+        progress.close()
     durations = durations_from_db(settings.database_url) if budget_minutes is not None else None
     state = selector.select_state(cs, mode=mode, budget_minutes=budget_minutes, durations=durations)
     selection = to_selection(state)
@@ -84,7 +121,7 @@ def select(
 def changes(
     src_from: Annotated[str, typer.Option("--from", help="Old wheel (.whl) or extracted tree.")],
     src_to: Annotated[str, typer.Option("--to", help="New wheel (.whl) or extracted tree.")],
-    out: Annotated[Optional[Path], typer.Option(help="Write the ChangeSet here instead of stdout.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the ChangeSet here instead of stdout.")] = None,
     title: Annotated[str, typer.Option(help="Title recorded in the ChangeSet.")] = "",
 ) -> None:
     """Build a ChangeSet (files and changed top-level symbols) from two wheels or trees."""
@@ -105,7 +142,7 @@ def changes(
 
 @specs_app.command("check")
 def specs_check(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Spec files or directories.")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Spec files or directories.")] = None,
     strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from relay.domain.culprit import Culprit
 from relay.domain.outcomes import Conclusion, conclude, count_outcomes
+from relay.domain.results import RunResult
 from relay.domain.verdicts import VERDICTS, Verdict
-from selection.models import StageStats
+from selection.models import SelectedTest, StageStats
 from test_specs.results import TestResult
 
 Trigger = Literal["replay", "webhook", "baseline", "bisect"]
@@ -25,8 +26,12 @@ class Run(BaseModel):
     """One pipeline run of ``backend`` on the change ``base..head`` of ``upstream``.
 
     ``stages`` holds the four selection stages' stats (the refinement stage counts the tests it
-    reran); ``results`` one ``TestResult`` per executed item; ``counts`` the number of results per
-    outcome (every outcome in ``test_specs.results.OUTCOMES`` present, zero included).
+    reran); ``selection`` every test stages 1–3 kept, with its mode, score and reasons (design
+    §4's ``selected`` entries; a test classified ``skip`` is listed but not run; empty for side
+    runs — baselines, bisection rounds — and runs stored before it was kept); ``results`` one
+    ``RunResult`` per executed item (``relay.domain.results``: a ``TestResult`` given here becomes
+    one, with its failure ``detail``); ``counts`` the number of results per outcome (every outcome
+    in ``test_specs.results.OUTCOMES`` present, zero included): they add up to ``selected``.
     ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
     run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
     ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a
@@ -57,13 +62,21 @@ class Run(BaseModel):
     selected: int = 0
     conclusion: Conclusion
     stages: list[StageStats] = Field(default_factory=list)
-    results: list[TestResult] = Field(default_factory=list)
+    selection: list[SelectedTest] = Field(default_factory=list)
+    results: list[RunResult] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     environments: dict[str, dict[str, object]] = Field(default_factory=dict)
     verdicts: list[Verdict] = Field(default_factory=list)
     verdict_counts: dict[str, int] = Field(default_factory=dict)
     baseline_run: str | None = None
     culprit: Culprit | None = None
+
+    @field_validator("results", mode="before")
+    @classmethod
+    def _run_results(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return [RunResult.of(r) if isinstance(r, TestResult) else r for r in value]
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -22,6 +22,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import venv
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,10 @@ from typing import Protocol
 from relay.errors import EnvironmentError_
 
 FAULTS_MARK = "+faults="
+#: one build at a time per environment in this process (the in-process pool runs deliveries on
+#: several threads; two builds of one virtual environment would clear each other's files)
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ class EnvSpec:
     faults: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "EnvSpec":
+    def parse(cls, text: str) -> EnvSpec:
         """Parse ``current``, ``torch==X``, a wheel path or URL, optionally ``+faults=...``.
 
         Raises ``EnvironmentError_`` for an empty base or an empty faults value.
@@ -225,13 +230,17 @@ def validate(text: str, providers: list[Provider] | None = None, *, files: bool 
 
 def prepare(text: str, state_dir: Path, providers: list[Provider] | None = None) -> Environment:
     """Parse ``text`` and build (or reuse) its environment; faults become ``SPYRE_SIM_FAULTS``.
+    Thread-safe: concurrent calls for one environment build it once, the others reuse it.
 
     Raises ``EnvironmentError_`` for an unknown kind, a failed build or malformed faults.
     """
     spec = validate(text, providers)
+    with _LOCKS_LOCK:
+        lock = _BUILD_LOCKS.setdefault(spec.base, threading.Lock())
     for provider in providers or PROVIDERS:
         if provider.accepts(spec):
-            env = provider.build(spec, state_dir)
+            with lock:
+                env = provider.build(spec, state_dir)
             extra = dict(env.env)
             if spec.faults:
                 extra["SPYRE_SIM_FAULTS"] = spec.faults

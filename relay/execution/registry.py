@@ -50,12 +50,12 @@ def executors_for(settings: Settings, spec_paths: Sequence[Path], *, device: str
 
 def task_queue_for(settings: Settings, handler: Callable[[str], None]) -> TaskQueue:
     """Where accepted deliveries go: the broker (Celery workers run ``handler``'s equivalent),
-    else an ``InProcessQueue`` calling ``handler(delivery_id)``.  Raises ``ConfigError`` for a
-    broker without Celery installed."""
+    else an ``InProcessQueue`` of ``RELAY_WORKERS`` threads calling ``handler(delivery_id)``.
+    Raises ``ConfigError`` for a broker without Celery installed."""
     if distributed(settings):
         try:
             from relay.worker.celery.queue import CeleryQueue  # lazy: needs celery
         except ImportError as exc:
             raise _celery_missing(exc) from None
         return CeleryQueue(settings)
-    return InProcessQueue(handler)
+    return InProcessQueue(handler, workers=settings.workers)

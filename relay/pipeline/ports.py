@@ -72,11 +72,15 @@ class ResultSink(Protocol):
 class Progress:
     """Callbacks the pipeline makes while it works; the CLI draws a progress bar from them.
 
-    ``phase`` is called when a phase starts; ``total`` once with the number of tests to run;
+    ``phase`` is called when a phase starts; ``count`` while a counted step inside a phase
+    advances (``done`` of ``total`` units; the index capture, ``relay.pipeline.indexing``: first
+    with 0, last with ``done == total``); ``total`` once with the number of tests to run;
     ``result`` once per finished test (reruns included).  The base class ignores them all.
     """
 
     def phase(self, name: str) -> None: ...
+
+    def count(self, name: str, done: int, total: int) -> None: ...
 
     def total(self, n: int) -> None: ...
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from relay.domain.run import Run
@@ -28,10 +28,11 @@ from relay.errors import BisectionError
 from relay.logs import delivery_log
 from relay.pipeline.baseline import baseline_run, reuse, verdicts_for
 from relay.pipeline.bisection import find_culprit
+from relay.pipeline.indexing import build_selector
 from relay.pipeline.ports import Ports
 from relay.pipeline.request import RunConfig, RunOutcome, RunPlan, RunRequest
 from relay.pipeline.specs import load_items
-from selection.pipeline import Selector, refine, to_selection
+from selection.pipeline import refine, to_selection
 from selection.stage import SelectionState
 from test_specs.results import TestResult
 
@@ -62,12 +63,12 @@ def _environments(plan_request: RunRequest, config: RunConfig) -> tuple[Environm
 def plan_run(request: RunRequest, config: RunConfig, ports: Ports) -> RunPlan:
     """Stages 1–3 and the stored base results for ``request`` (step 1)."""
     progress = ports.progress
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     progress.phase("expanding specs")
     items = load_items(config.spec_paths, config.upstream)
     progress.phase("building indexes")
-    selector = Selector(items, profile=config.backend, index_device=config.device,
-                        cache_dir=config.state_dir / "index")
+    selector = build_selector(items, profile=config.backend, device=config.device,
+                              cache_dir=config.state_dir / "index", progress=progress)
     progress.phase("selecting")
     durations = ports.store.durations() if request.budget_minutes is not None else None
     state = selector.select_state(request.changeset, budget_minutes=request.budget_minutes,
@@ -164,13 +165,14 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
               base=request.changeset.base, head=request.changeset.head,
               title=request.changeset.title, trigger=request.trigger, ref=request.ref,
               delivery_id=request.delivery_id, started_at=plan.started_at,
-              finished_at=datetime.now(timezone.utc), universe=plan.selection.universe,
-              selected=len(plan.to_run), stages=list(state.stats), results=final,
+              finished_at=datetime.now(UTC), universe=plan.selection.universe,
+              selected=len(plan.to_run), stages=list(state.stats),
+              selection=list(plan.selection.selected), results=final,
               counts=Run.count_outcomes(final), **extra)
     notes = list(state.notes)
     run = _culprit(run, plan, config, ports, notes)
     if run.culprit is not None:  # the run ends when its last bisection round has
-        run = run.model_copy(update={"finished_at": datetime.now(timezone.utc)})
+        run = run.model_copy(update={"finished_at": datetime.now(UTC)})
     ports.progress.phase("storing")
     report_error = ports.sink.accept(run)
     return RunOutcome(run=run, selection=plan.selection, notes=notes,

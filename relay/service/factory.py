@@ -40,14 +40,14 @@ from relay.reporting.sender import make_sender
 from relay.service import intake
 from relay.service.lifecycle import SHUTDOWN_GRACE_S, lifespan_for, recover_pending
 from relay.service.metrics import Metrics, event_label
-from relay.service.routes import callback, dashboard, health, ingest, page
+from relay.service.routes import callback, dashboard, health, ingest, page, page_ops
 from relay.service.writer import DeliveryWriter
 from relay.settings import Settings, get_settings
 from relay.store.checkpoint import WalCheckpointer, background_checkpoints
 from relay.store.db import create_schema, make_engine, make_session_factory
 from relay.worker.delivery import DeliveryWork
 from relay.worker.processing import Processor
-from relay.worker.queue import TaskQueue
+from relay.worker.queue import InProcessQueue, TaskQueue
 
 __all__ = ["create_app", "recover_pending", "SHUTDOWN_GRACE_S"]
 
@@ -56,8 +56,18 @@ log = logging.getLogger(__name__)
 
 def _retry_later(app: FastAPI) -> Any:
     def retry(delivery_id: str, delay_s: float) -> None:
-        """Submit ``delivery_id`` again after ``delay_s`` (a daemon timer); if the relay stops
-        first, the row is still ``received`` and restart recovery submits it."""
+        """Submit ``delivery_id`` again after ``delay_s``: into the in-process pool's schedule
+        (started at that time by the first free thread), else by a daemon timer.  If the relay
+        stops first, the row is still ``received`` and restart recovery submits it."""
+        queue = app.state.queue
+        try:
+            if isinstance(queue, InProcessQueue):
+                queue.submit_later(delivery_id, delay_s)
+                return
+        except RuntimeError:  # queue closed: shutting down
+            log.info("[delivery: %s] retry left to restart recovery", delivery_id)
+            return
+
         def submit() -> None:
             try:
                 app.state.queue.submit_delivery(delivery_id)
@@ -162,6 +172,6 @@ def create_app(
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
     app.add_exception_handler(Exception, internal_error)
-    for module in (ingest, callback, dashboard, page, health):
+    for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
     return app

@@ -3,7 +3,8 @@
 L3 needs (design §6, the ratified criteria): ≥ 1 month at L2, weekly job success rate > 90 %,
 end-to-end P50 < 3 h, < 1 % of jobs over 3 h in the last 14 days, queue time (P50) < 30 min.
 ``readiness`` is called once per ``GET /api/v1/backends/{name}/readiness`` and per dashboard
-page render.
+page render; ``weekly`` gives the same numbers per week (the page's trend charts, ``"weekly"``
+in the JSON).
 
 Sources: a downstream repo's ``jobs`` (queue = dispatch sent → its run's first job in progress,
 counted on that first job — CRCR measures it per workflow run; execution = in_progress →
@@ -33,9 +34,11 @@ from relay.store.history import local_runs_since
 from relay.store.jobs import list_jobs
 from relay.store.tables import DeliveryRecord, JobRecord, RunRecord
 
-__all__ = ["readiness", "L3_CRITERIA", "DEMOTION_GRACE_DAYS", "OPERATIONAL"]
+__all__ = ["readiness", "weekly", "L3_CRITERIA", "DEMOTION_GRACE_DAYS", "OPERATIONAL", "WEEKS"]
 
 H3_MS = 3 * 3600 * 1000.0
+#: weeks the trend covers
+WEEKS = 8
 L3_CRITERIA = {"days_at_l2": 30, "success_rate_7d": 0.90, "p50_e2e_ms": H3_MS,
                "share_over_3h_14d": 0.01, "p50_queue_ms": 30 * 60 * 1000.0}
 #: days an L3/L4 backend must keep failing before its demotion is proposed
@@ -155,4 +158,26 @@ def readiness(session: Session, name: str, level: str | None, *, local: bool,
             "qualifies_for": proposal["to"] if proposal and proposal["action"] else level,
             "proposal": proposal,
             "demotion": {"open_pr": demoted is not None,
-                         "since": demoted.isoformat() if demoted else None}}
+                         "since": demoted.isoformat() if demoted else None},
+            "weekly": weekly(session, name, local=local, now=now)}
+
+
+def weekly(session: Session, name: str, *, local: bool, weeks: int = WEEKS,
+           now: datetime | None = None) -> list[dict[str, Any]]:
+    """The criteria's numbers per week, oldest first, the last week ending ``now``:
+    ``[{week_start (ISO), jobs, success_rate, p50_e2e_ms, over_3h, share_over_3h, p50_queue_ms}]``
+    (``None`` for a week without jobs)."""
+    now = now or datetime.now(UTC)
+    start = now - timedelta(days=7 * weeks)
+    samples, _first = (_samples_runs if local else _samples_jobs)(session, name, start)
+    out = []
+    for w in range(weeks):
+        lo, hi = start + timedelta(days=7 * w), start + timedelta(days=7 * (w + 1))
+        got = [x for x in samples if lo <= x["at"] < hi or (w == weeks - 1 and x["at"] == hi)]
+        over = sum(x["over_3h"] for x in got)
+        out.append({"week_start": lo.isoformat(), "jobs": len(got),
+                    "success_rate": sum(x["ok"] for x in got) / len(got) if got else None,
+                    "p50_e2e_ms": _p50([x["e2e_ms"] for x in got if x["e2e_ms"] is not None]),
+                    "over_3h": over, "share_over_3h": over / len(got) if got else None,
+                    "p50_queue_ms": _p50([x["queue_ms"] for x in got if x["queue_ms"] is not None])})
+    return out

@@ -86,7 +86,8 @@ def alembic_config(url: str | None = None) -> Config:
 #: Modules that declare tables on ``Base`` besides ``relay.store.tables`` (for autogenerate and
 #: the legacy ``create_all`` path); add a module here when it defines a table.
 TABLE_MODULES = ("relay.store.tables", "relay.store.regression", "relay.store.culprits",
-                 "relay.store.quarantine", "relay.store.shard_results")
+                 "relay.store.quarantine", "relay.store.shard_results", "relay.store.selections",
+                 "relay.store.progress")
 
 
 def table_modules() -> list[str]:

@@ -13,6 +13,7 @@ ORM unit-of-work operations: they run once or twice per webhook and the ORM path
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -117,21 +118,24 @@ def claim_delivery(session: Session, delivery_id: str) -> bool:
     """
     result = session.execute(
         update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
-        .values(status="processing", attempts=_T.c.attempts + 1)
+        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
     )
     session.commit()
     return result.rowcount == 1  # type: ignore[attr-defined]
 
 
-def mark_delivery(session: Session, delivery_id: str, status: str, error: str | None = None) -> None:
+def mark_delivery(session: Session, delivery_id: str, status: str, error: str | None = None, *,
+                  next_attempt_at: datetime | None = None) -> None:
     """Set ``status`` (one of ``DELIVERY_STATUSES``) and ``error`` text, stamp ``processed_at``
-    for final states, and commit."""
+    for final states, record when a retry is due (``next_attempt_at``, UTC; ``None`` clears
+    it), and commit."""
     if status not in DELIVERY_STATUSES:
         raise ValueError(f"unknown delivery status {status!r}")
     final = status in ("processed", "ignored", "failed")
     session.execute(
         update(_T).where(_T.c.delivery_id == delivery_id)
-        .values(status=status, error=error, processed_at=utcnow() if final else None)
+        .values(status=status, error=error, processed_at=utcnow() if final else None,
+                next_attempt_at=next_attempt_at)
     )
     session.commit()
 
@@ -162,13 +166,17 @@ def reset_stale_processing(session: Session) -> int:
 def recent_deliveries(session: Session, status: str | None = None, limit: int = 50
                       ) -> list[dict[str, Any]]:
     """The newest deliveries (``status`` given: only those), without payloads:
-    ``[{delivery_id, event, action, status, error, received_at, processed_at}]``."""
+    ``[{delivery_id, event, action, status, error, received_at, processed_at, attempts,
+    next_attempt_at}]`` (ISO times; ``next_attempt_at``: when a retry is due, else null)."""
     stmt = select(_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.status, _T.c.error,
-                  _T.c.received_at, _T.c.processed_at).order_by(_T.c.id.desc()).limit(limit)
+                  _T.c.received_at, _T.c.processed_at, _T.c.attempts, _T.c.next_attempt_at
+                  ).order_by(_T.c.id.desc()).limit(limit)
     if status is not None:
         stmt = stmt.where(_T.c.status == status)
     return [{"delivery_id": r.delivery_id, "event": r.event, "action": r.action,
              "status": r.status, "error": r.error,
              "received_at": as_utc(r.received_at).isoformat(),
-             "processed_at": as_utc(r.processed_at).isoformat() if r.processed_at else None}
+             "processed_at": as_utc(r.processed_at).isoformat() if r.processed_at else None,
+             "attempts": r.attempts or 0,
+             "next_attempt_at": as_utc(r.next_attempt_at).isoformat() if r.next_attempt_at else None}
             for r in session.execute(stmt)]

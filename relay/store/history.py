@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
 from relay.domain.verdicts import Verdict
@@ -36,15 +36,23 @@ def jobs_for_commit(session: Session, sha: str) -> list[tuple[JobRecord, Dispatc
 
 
 def test_history(session: Session, test: str, limit: int = 100) -> list[dict[str, Any]]:
-    """Results of ``test`` (an item id or a generic upstream name), newest run first."""
+    """Results of ``test`` (an item id or a generic upstream name), newest run first (a baseline
+    computed for a run starts with it and counts as the older of the two), each with
+    the run's ``title``, the failure output (``message``, ``detail``) and the ``verdict`` the
+    test got in that run (``None`` without a baseline)."""
     rows = session.execute(
-        select(TestResultRecord, RunRecord).join(RunRecord, TestResultRecord.run_id == RunRecord.id)
+        select(TestResultRecord, RunRecord, VerdictRecord.verdict)
+        .join(RunRecord, TestResultRecord.run_id == RunRecord.id)
+        .outerjoin(VerdictRecord, (VerdictRecord.run_id == TestResultRecord.run_id)
+                   & (VerdictRecord.test_id == TestResultRecord.test_id))
         .where(or_(TestResultRecord.test_id == test, TestResultRecord.upstream == test))
-        .order_by(RunRecord.started_at.desc(), TestResultRecord.id).limit(limit))
+        .order_by(RunRecord.started_at.desc(), case((RunRecord.trigger == "baseline", 1), else_=0),
+                  TestResultRecord.id).limit(limit))
     return [{"run_id": r.id, "head": r.head, "started_at": r.started_at.isoformat(),
              "backend": r.backend, "test_id": t.test_id, "outcome": t.outcome,
-             "duration_ms": t.duration_ms, "attempts": t.attempts, "message": t.message}
-            for t, r in rows]
+             "duration_ms": t.duration_ms, "attempts": t.attempts, "message": t.message,
+             "detail": t.detail, "verdict": v, "title": r.title}
+            for t, r, v in rows]
 
 
 test_history.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -1,10 +1,12 @@
 """Persisting ``relay.domain.run.Run`` with everything it holds; loading it back unchanged.
 
-``save_run`` writes the run row, its ``TestResult``s, its environments and verdicts
+``save_run`` writes the run row, its ``RunResult``s (with their failure ``detail``), its
+selection (``relay.store.selections``), its environments and verdicts
 (``relay.store.regression``) and its culprit (``relay.store.culprits``) in the caller's
 transaction — one run, one transaction.  It is an upsert by run id (children replaced), so a
 retried transaction cannot leave two copies.  ``load_run`` and ``list_runs`` read it back:
-``environments``, ``verdicts`` (``load_run``, and ``list_runs(with_results=True)``),
+``environments``, ``verdicts`` and ``selection`` (``load_run``; verdicts also with
+``list_runs(with_results=True)``),
 ``verdict_counts`` (always), ``culprit`` and ``baseline_run``.
 
 ``baseline_run`` is stored with the run: the stored run whose base results it was compared
@@ -19,18 +21,17 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
+from relay.domain.results import RunResult
 from relay.domain.run import Run
 from relay.domain.verdicts import VERDICTS
 from relay.errors import RunNotFound
 from relay.store.culprits import load_culprits, save_culprit
 from relay.store.regression import RunEnvironmentRecord, VerdictRecord, load_verdicts, save_regression
+from relay.store.selections import load_selection, save_selection
 from relay.store.tables import RunRecord, TestResultRecord, as_utc
 from selection.models import StageStats
-from test_specs.results import TestResult
 
 __all__ = ["save_run", "load_run", "list_runs", "load_runs", "run_for_delivery"]
-
-
 
 
 def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
@@ -60,9 +61,11 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     session.add_all(
         TestResultRecord(run_id=run.id, test_id=r.id, upstream=r.upstream, op=r.op,
                          module=r.module, dtype=r.dtype, mode=r.mode, outcome=r.outcome,
-                         duration_ms=r.duration_ms, attempts=r.attempts, message=r.message)
+                         duration_ms=r.duration_ms, attempts=r.attempts, message=r.message,
+                         detail=r.detail)
         for r in run.results
     )
+    save_selection(session, run.id, run.selection)
     save_regression(session, run.id, run.environments, run.verdicts, commit=False)
     if run.culprit is not None:
         save_culprit(session, run.id, run.culprit, commit=False)
@@ -101,9 +104,9 @@ def _verdict_counts(session: Session, run_ids: Sequence[str]) -> dict[str, dict[
 
 def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | None = None) -> Run:
     results = [
-        TestResult(id=r.test_id, upstream=r.upstream, op=r.op, module=r.module, dtype=r.dtype,
-                   mode=r.mode, outcome=r.outcome, duration_ms=r.duration_ms,  # type: ignore[arg-type]
-                   attempts=r.attempts, message=r.message)
+        RunResult(id=r.test_id, upstream=r.upstream, op=r.op, module=r.module, dtype=r.dtype,
+                  mode=r.mode, outcome=r.outcome, duration_ms=r.duration_ms,  # type: ignore[arg-type]
+                  attempts=r.attempts, message=r.message, detail=r.detail)
         for r in record.results
     ] if with_results else []
     return Run(
@@ -147,8 +150,8 @@ def load_run(session: Session, run_id: str) -> Run:
     )
     if record is None:
         raise RunNotFound(run_id)
-    return _to_run(record, with_results=True,
-                   extra=_regression(session, [record], with_verdicts=True)[record.id])
+    extra = _regression(session, [record], with_verdicts=True)[record.id]
+    return _to_run(record, with_results=True, extra={**extra, "selection": load_selection(session, run_id)})
 
 
 def list_runs(session: Session, limit: int = 50, *, with_results: bool = False) -> list[Run]:

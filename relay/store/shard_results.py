@@ -23,7 +23,7 @@ from test_specs.results import TestResult
 __all__ = ["ShardResultRecord", "record_results", "load_results", "recorded_ids"]
 
 _FIELDS = ("upstream", "op", "module", "dtype", "mode", "outcome", "duration_ms", "attempts",
-           "message")
+           "message", "detail")
 
 
 class ShardResultRecord(Base):
@@ -48,6 +48,8 @@ class ShardResultRecord(Base):
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     message: Mapped[str | None] = mapped_column(Text)
+    #: the runner's failure output (bounded when the run is stored)
+    detail: Mapped[str | None] = mapped_column(Text)
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -2,7 +2,7 @@
 
 ``deliveries``   every webhook delivery accepted by ``POST /webhooks/github``
 ``runs``         one pipeline ``Run`` (``relay.domain.run.Run``) per row
-``test_results`` one ``TestResult`` per (run, test id)
+``test_results`` one ``RunResult`` per (run, test id)
 ``hud_results``  bodies received by the dashboard ingest ``POST /api/crcr/results``
 ``dispatches``   one CRCR ``repository_dispatch`` per (delivery, downstream repo)
 ``jobs``         downstream jobs reported by callbacks (CRCR state machine)
@@ -64,6 +64,8 @@ class DeliveryRecord(Base):
     processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     #: processing attempts so far (each claim counts one); transient failures are retried
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: when a transient failure's retry is due (``received`` rows only; cleared by the claim)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RunRecord(Base):
@@ -113,6 +115,8 @@ class TestResultRecord(Base):
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     message: Mapped[str | None] = mapped_column(Text)
+    #: failure output, bounded (``relay.domain.results.DETAIL_MAX_CHARS``)
+    detail: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[RunRecord] = relationship(back_populates="results")
 

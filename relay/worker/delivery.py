@@ -34,7 +34,7 @@ from relay.envs.commits import resolver_for
 from relay.github.client import GitHubClient
 from relay.github.webhooks import ignored_reason
 from relay.pipeline.local import LocalExecutors
-from relay.pipeline.ports import ExecutorFactory, Ports, ResultSink
+from relay.pipeline.ports import ExecutorFactory, Ports, Progress, ResultSink
 from relay.pipeline.request import RunConfig, RunRequest
 from relay.pipeline.run import run_change
 from relay.pipeline.specs import default_specs
@@ -43,6 +43,7 @@ from relay.settings import Settings
 from relay.store.run_store import SqlRunStore
 from relay.worker.handlers import request_for
 from relay.worker.processing import Processor, process_delivery
+from relay.worker.progress import DeliveryProgress
 
 __all__ = ["DeliveryWork", "run_config"]
 
@@ -100,10 +101,11 @@ class DeliveryWork:
             return None
         return request_for(delivery, self.settings)
 
-    def ports(self, sink: ResultSink, executors: ExecutorFactory) -> Ports:
-        """The pipeline's ports for one webhook run."""
+    def ports(self, sink: ResultSink, executors: ExecutorFactory, progress: Progress | None = None) -> Ports:
+        """The pipeline's ports for one webhook run (``progress``: default none reported)."""
         resolver = resolver_for(self.settings.commit_env)
         return Ports(executors=executors, store=SqlRunStore(self.sf), sink=sink,
+                     progress=progress or Progress(),
                      commit_env=resolver.resolve if resolver is not None else None)
 
     def run_locally(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
@@ -113,7 +115,8 @@ class DeliveryWork:
         if request is None:
             return None
         config = run_config(settings)
-        return run_change(request, config, self.ports(sink, LocalExecutors.for_config(config))).run
+        progress = DeliveryProgress(self.sf, delivery.id)  # the deliveries page shows it
+        return run_change(request, config, self.ports(sink, LocalExecutors.for_config(config), progress)).run
 
     def rerun(self, delivery: Delivery) -> bool:
         """For a rerequested check run / suite: re-run the downstream runs it names (CRCR) and

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -44,6 +45,7 @@ from relay.settings import Settings
 from relay.store.db import retry_locked
 from relay.store.deliveries import claim_delivery, load_delivery, mark_delivery
 from relay.store.runs import run_for_delivery, save_run
+from relay.store.tables import utcnow
 
 __all__ = ["Processor", "DeliverySink", "process_delivery", "transient", "retry_delay_s",
            "MAX_ATTEMPTS", "DEFERRED"]
@@ -172,10 +174,11 @@ def process_delivery(
             dlog.warning("%s", error.splitlines()[0])
         else:
             dlog.exception("failed")
+    due = retry_delay_s(delivery.attempts) if status == "received" and retry is not None else None
     if sink.accepted is None:
-        retry_locked(lambda: _mark(session_factory, delivery_id, status, error))
-    if status == "received" and retry is not None:
-        retry(delivery_id, retry_delay_s(delivery.attempts))
+        retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
+    if due is not None:
+        retry(delivery_id, due)
     dlog.info("%s%s", status, f" (run {run.id}: {run.conclusion})" if run is not None else
               f": {error.splitlines()[0]}" if error else "")
     if run is not None and status == "processed" and run.trigger == "webhook":
@@ -196,9 +199,12 @@ def _stored_run(session_factory: Callable[[], Session], delivery_id: str) -> Run
 
 
 def _mark(session_factory: Callable[[], Session], delivery_id: str, status: str,
-          error: str | None) -> None:
+          error: str | None, retry_in_s: float | None = None) -> None:
+    """Record the final (or, with ``retry_in_s``, the retried) state; the retry's due time is
+    stored for the deliveries page."""
+    due = utcnow() + timedelta(seconds=retry_in_s) if retry_in_s is not None else None
     with session_factory() as session:
-        mark_delivery(session, delivery_id, status, error)
+        mark_delivery(session, delivery_id, status, error, next_attempt_at=due)
 
 
 def fan_out_safely(delivery: Delivery, fanout: Callable[[Delivery], None] | None) -> str | None:

@@ -7,14 +7,16 @@ recovery).  Implementations must return quickly (GitHub counts a response slower
 failed) and must tolerate a delivery being submitted twice — processing claims the row
 atomically (``relay.store.claim_delivery``) so it runs once.
 
-``InProcessQueue`` runs the work on one background thread of this process (the default when
-``RELAY_BROKER_URL`` is unset); a Celery queue will implement the same protocol.
+``InProcessQueue`` runs the work on a small pool of background threads of this process (the
+default when ``RELAY_BROKER_URL`` is unset; ``RELAY_WORKERS`` threads, default 2); a Celery queue
+implements the same protocol.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +25,6 @@ from typing import Protocol, runtime_checkable
 __all__ = ["TaskQueue", "InProcessQueue"]
 
 log = logging.getLogger(__name__)
-_STOP = object()
 
 
 @runtime_checkable
@@ -34,80 +35,129 @@ class TaskQueue(Protocol):
         """Schedule processing of the stored delivery ``delivery_id``; never blocks on the work."""
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop accepting work, give the delivery in hand up to ``timeout`` s to finish and
+        """Stop accepting work, give the deliveries in hand up to ``timeout`` s to finish and
         drop the rest of the local backlog: those rows are still ``received`` in the database
         and restart recovery submits them again.  A delivery still running after ``timeout``
         is abandoned (its row stays ``processing``; see the implementations)."""
 
 
 class InProcessQueue:
-    """A FIFO worked by one daemon thread that calls ``handler(delivery_id)`` per submission.
+    """A pool of ``workers`` daemon threads calling ``handler(delivery_id)`` per submission.
 
-    One thread keeps pipeline runs from competing for the CPU.  A handler exception is logged
-    and swallowed (the handler is responsible for recording failures on the delivery row).
-    The thread starts on first submit.  It is a daemon thread: a delivery still running when
-    ``close`` gives up dies with the process, its row left ``processing``, which restart
-    recovery (``relay.service.factory.recover_pending``) resets to ``received`` and runs again —
-    the same as after a crash, so shutdown never waits for a pipeline run (minutes).
+    Work is taken in order of its due time, then of submission: ``submit_delivery`` is due at
+    once, ``submit_later(id, delay_s)`` after ``delay_s`` seconds (a transient failure's retry,
+    ``relay.worker.processing``) — the retry is started at its announced time by the first free
+    thread, so one long pipeline run no longer holds every other delivery; with every thread
+    busy it waits for the first one to finish.  Keep ``workers`` small (default 1 here,
+    ``RELAY_WORKERS`` = 2 in a served relay): each run starts pytest processes of its own.
+
+    A handler exception is logged and swallowed (the handler records failures on the delivery
+    row).  Threads start on first submit.  They are daemon threads: a delivery still running
+    when ``close`` gives up dies with the process, its row left ``processing``, which restart
+    recovery (``relay.service.lifecycle.recover_pending``) resets to ``received`` and runs again
+    — the same as after a crash, so shutdown never waits for a pipeline run (minutes).
     """
 
-    def __init__(self, handler: Callable[[str], None], *, name: str = "relay-worker") -> None:
+    def __init__(self, handler: Callable[[str], None], *, workers: int = 1,
+                 name: str = "relay-worker") -> None:
+        if workers < 1:
+            raise ValueError("an in-process queue needs at least one worker thread")
         self._handler = handler
         self._name = name
-        self._queue: queue.Queue[object] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._workers = workers
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, str]] = []  # (due monotonic time, sequence, id)
+        self._seq = itertools.count()
+        self._threads: list[threading.Thread] = []
         self._closed = False
-        self._current: str | None = None  # the delivery being handled, if any
+        self._current: dict[str, str] = {}  # thread name -> the delivery it is handling
+
+    @property
+    def workers(self) -> int:
+        """The number of worker threads (``RELAY_WORKERS``)."""
+        return self._workers
 
     def submit_delivery(self, delivery_id: str) -> None:
-        with self._lock:
+        """Process ``delivery_id`` as soon as a thread is free (FIFO among due work)."""
+        self.submit_later(delivery_id, 0.0)
+
+    def submit_later(self, delivery_id: str, delay_s: float) -> None:
+        """Process ``delivery_id`` ``delay_s`` seconds from now; raises ``RuntimeError`` once
+        the queue is closed (the row stays ``received`` for restart recovery)."""
+        with self._cond:
             if self._closed:
                 raise RuntimeError("task queue is closed")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                self._thread.start()
-        self._queue.put(delivery_id)
+            heapq.heappush(self._heap, (time.monotonic() + max(0.0, delay_s), next(self._seq),
+                                        delivery_id))
+            while len(self._threads) < self._workers:
+                thread = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._name}-{len(self._threads) + 1}")
+                self._threads.append(thread)
+                thread.start()
+            self._cond.notify()
+
+    def _next(self) -> str | None:
+        """The next due delivery (waiting for one), or ``None`` once closed."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                now = time.monotonic()
+                if self._heap and self._heap[0][0] <= now:
+                    delivery_id = heapq.heappop(self._heap)[2]
+                    self._current[threading.current_thread().name] = delivery_id
+                    return delivery_id
+                self._cond.wait(self._heap[0][0] - now if self._heap else None)
 
     def _work(self) -> None:
-        while True:
-            item = self._queue.get()
+        me = threading.current_thread().name
+        while (delivery_id := self._next()) is not None:
             try:
-                if item is _STOP or self._closed:
-                    if item is _STOP:
-                        return
-                    continue  # closing: leave it to restart recovery
-                self._current = str(item)
-                self._handler(self._current)
+                self._handler(delivery_id)
             except Exception:  # noqa: BLE001 - the worker must survive any handler bug
-                log.exception("processing delivery %s crashed", item)
+                log.exception("processing delivery %s crashed", delivery_id)
             finally:
-                self._current = None
-                self._queue.task_done()
+                with self._cond:
+                    self._current.pop(me, None)
+                    self._cond.notify_all()
+
+    def in_hand(self) -> list[str]:
+        """The deliveries being handled right now (at most ``workers``)."""
+        with self._cond:
+            return list(self._current.values())
+
+    def scheduled(self) -> int:
+        """Submissions not yet taken by a thread (due now or later)."""
+        with self._cond:
+            return len(self._heap)
 
     def join(self, timeout: float = 10.0) -> bool:
-        """Wait until every submitted delivery has been handled; ``False`` on timeout (tests)."""
+        """Wait until no due submission is waiting and no thread is busy; ``False`` on timeout
+        (tests).  Retries scheduled for later do not count until they are due."""
         deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
+        with self._cond:
+            while self._current or (self._heap and self._heap[0][0] <= time.monotonic()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
         return True
 
     def close(self, timeout: float | None = 10.0) -> None:
         """See ``TaskQueue.close``; returns after at most ``timeout`` s (``None``: no limit)."""
-        with self._lock:
+        with self._cond:
             if self._closed:
                 return
             self._closed = True
-            thread = self._thread
-        if thread is not None:
-            self._queue.put(_STOP)
-            thread.join(timeout)
-            if thread.is_alive() and (current := self._current) is not None:
-                log.warning("task queue closed while delivery %s was still processing; it stays "
-                            "'processing' and restart recovery runs it again", current)
-        # the backlog left behind (not counting the stop marker a still-busy thread has not read)
-        dropped = max(0, self._queue.qsize() - (1 if thread is not None and thread.is_alive() else 0))
+            dropped = len(self._heap)
+            self._heap.clear()
+            threads = list(self._threads)
+            self._cond.notify_all()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for current in self.in_hand():
+            log.warning("task queue closed while delivery %s was still processing; it stays "
+                        "'processing' and restart recovery runs it again", current)
         if dropped:
             log.info("task queue closed with %d deliveries left for restart recovery", dropped)

@@ -106,8 +106,10 @@ def test_push_of_16_commits_is_bisected_to_the_culprit(tmp_path: Path, live_serv
     page = httpx.get(f"{server.url}/api/v1/commits/{up.commits[BAD]}").json()
     assert [r["id"] for r in page["blamed_in"]] == [run["id"]]
     assert webhook[0]["culprit"]["commit"] == up.commits[BAD]
-    html = httpx.get(server.url + "/").text
-    assert up.commits[BAD][:12] in html and SOFTMAX_TEST in html
+    grid = httpx.get(server.url + "/").text  # the culprit is a row of the grid (its bisect round)
+    assert f'data-head="{up.commits[BAD]}"' in grid and f'href="/runs/{run["id"]}"' in grid
+    run_page = httpx.get(f"{server.url}/runs/{run['id']}").text  # the run names it and the test
+    assert up.commits[BAD][:12] in run_page.split('id="culprit"', 1)[1] and SOFTMAX_TEST in run_page
 
     # the body the dashboard received (the relay is its own dashboard here)
     with app.state.session_factory() as s:

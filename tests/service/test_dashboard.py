@@ -95,9 +95,16 @@ def test_readiness_of_downstream_repo_from_callbacks(crcr) -> None:
     assert {c["name"]: c["ok"] for c in r["criteria"]}["days_at_l2"] is False
     commit = httpx.get(relay.url + "/api/v1/commits/" + "a" * 40).json()
     assert [(j["repo"], j["state"]) for j in commit["jobs"]] == [("acme/l2-ci", "COMPLETED")] * 3
+    grid = httpx.get(relay.url + "/api/v1/grid").json()
+    jobs = [c for c in grid["columns"] if c["kind"] == "job"]
+    assert [c["backend"] for c in jobs] == ["acme/l2-ci"], grid["columns"]
+    row = next(r for r in grid["rows"] if r["head"] == "a" * 40)
+    assert row["cells"][jobs[0]["key"]]["conclusion"] == "success"
     page = httpx.get(relay.url + "/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
-    assert "acme/l2-ci" in page.text and "COMPLETED" in page.text
+    assert "acme/l2-ci" in page.text and f'data-column="{jobs[0]["key"]}" data-conclusion="success"' in page.text
+    commit_page = httpx.get(relay.url + "/commits/" + "a" * 40).text
+    assert "acme/l2-ci" in commit_page and "COMPLETED" in commit_page
 
 
 def test_page_renders_runs_escaped(relay: Relay) -> None:
@@ -122,8 +129,10 @@ def test_failed_deliveries_are_listed_with_their_error(relay: Relay) -> None:
     both = httpx.get(relay.url + "/api/v1/deliveries").json()["deliveries"]
     assert [d["delivery_id"] for d in both] == ["bad-1", "ok-1"]
     assert httpx.get(relay.url + "/api/v1/deliveries", params={"status": "nope"}).status_code == 422
-    html = httpx.get(relay.url + "/").text
-    assert "bad-1" in html and "GitHub API unreachable" in html and "&lt;x&gt;" in html
+    html = httpx.get(relay.url + "/deliveries").text
+    failed_section = html.split('data-section="failed"', 1)[1].split("</table>", 1)[0]
+    assert "bad-1" in failed_section and "GitHub API unreachable" in failed_section and "&lt;x&gt;" in failed_section
+    assert "ok-1" not in failed_section and "ok-1" in html
 
 
 def test_page_links_only_commit_heads(relay: Relay) -> None:
@@ -131,8 +140,8 @@ def test_page_links_only_commit_heads(relay: Relay) -> None:
         save_run(s, make_run("sha-run", head="ab" * 20))
         save_run(s, make_run("label-run", head="pr-head"))
     html = httpx.get(relay.url + "/").text
-    assert f'href="/api/v1/commits/{"ab" * 20}"' in html
-    assert 'href="/api/v1/commits/pr-head"' not in html and "<code>pr-head</code>" in html
+    assert f'href="/commits/{"ab" * 20}"' in html
+    assert 'href="/commits/pr-head"' not in html and "<code>pr-head</code>" in html
 
 
 def test_readiness_proposes_demotion_only_after_the_grace_period() -> None:

@@ -31,6 +31,7 @@ def test_run_items_outcomes_including_crash_and_flaky(fixtures: Path, fault_temp
     crashed = got[ids[2]]
     assert crashed.outcome == "crashed" and "SIGABRT" in (crashed.message or "")
     assert crashed.upstream == "tests/fixtures/fault_templates.py::test_abort" and crashed.op == "neg"
+    assert "SIGABRT" in (crashed.detail or "") and got[ids[1]].detail is None  # failure output
     assert got[ids[3]].outcome == "xfailed" and got[ids[3]].mode == "xfail"
     assert got[ids[4]].outcome == "failed" and "not collected" in (got[ids[4]].message or "")
     assert {r.id for r in live} == set(ids)  # on_result once per id
@@ -178,3 +179,16 @@ time.sleep(2)  # pytest is running the hanging test; now leave as a server does
     while (left := subprocess.run(["pgrep", "-f", str(work)], capture_output=True, text=True).stdout.strip()):
         assert time.monotonic() < deadline, f"pytest outlived the runner process: {left}"
         time.sleep(0.1)
+
+
+def test_failure_output_keeps_the_crash_message_and_traceback_lines() -> None:
+    from test_specs.records import failure_output
+
+    failed = {"outcome": "failed", "when": "call", "longrepr": {
+        "reprcrash": {"message": "AssertionError: max abs error 0.5 > atol 0.001"},
+        "reprtraceback": {"reprentries": [{"data": {"lines": ["    assert close(a, b)", "E   AssertionError"]}}]}}}
+    passed = {"outcome": "passed", "when": "teardown", "longrepr": None}
+    text = failure_output([failed, passed])
+    assert text.splitlines() == ["AssertionError: max abs error 0.5 > atol 0.001", "    assert close(a, b)",
+                                 "E   AssertionError"]
+    assert failure_output([passed]) is None

@@ -1,60 +1,100 @@
-"""``GET /``: the dashboard page, rendered on the server from ``relay/service/templates/index.html``
-(Jinja2, autoescaped; no JavaScript build step).  It shows the same data as the JSON routes:
-recent runs (with their verdict counts, NEW and FLAKY tests with reasons, and the culprit
-commit a bisection found), readiness of the local backend and every allowlisted repo, recent
-downstream jobs, flaky tests."""
+"""The dashboard pages about changes, rendered on the server (``relay.service.templating``) from
+the same query layer as their JSON twins (``relay.service.queries``; the twin's path is the
+page's with ``/api/v1`` in front):
+
+``GET /``                      the HUD-style grid: upstream commits × backend / spec group /
+                               downstream job, cells coloured by conclusion, linked to the run;
+                               work in flight as pending cells (refreshes while there is any)
+``GET /runs/{id}``             a run: change, trigger, PR and commit links, Dr. CI-style verdict
+                               summary, results by outcome (they add up), spec groups, timings per
+                               stage, culprit, failure output per failed test, results and the
+                               selection with reasons — filtered by ``test``, ``op``, ``verdict``,
+                               ``outcome``
+``GET /commits/{sha}``         the runs on a commit, the runs that blamed it, its downstream jobs
+``GET /tests/history?test=ID`` one test over commits, with an SVG chart of outcome and duration
+``GET /tests?test=&op=&verdict=`` search the newest runs' tests
+
+Unknown runs answer a 404 page, malformed input a 400 page, each saying why.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-from sqlalchemy import select
 
+from relay.errors import RunNotFound
 from relay.service.deps import SessionDep
-from relay.service.routes.dashboard import SHA, backend_readiness, job_json
-from relay.store import list_runs
-from relay.store.deliveries import recent_deliveries
-from relay.store.history import flaky_tests, notable_verdicts
-from relay.store.tables import DispatchRecord, JobRecord
+from relay.service.queries import commits, runs, tests
+from relay.service.queries import grid as grid_q
+from relay.service.queries.common import SHA
+from relay.service.routes.dashboard import VERDICT_PATTERN, backend_readiness
+from relay.service.templating import render
+from relay.store.grid import inflight_deliveries
 
-__all__ = ["router"]
+__all__ = ["router", "error_page"]
 
 router = APIRouter()
-_env = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
-                   autoescape=select_autoescape(["html"]))
-# a run's head is a commit (linked to its page, as /api/v1/commits/{sha} accepts) or a label
-# such as a version or a change-set file's "pr-head" (shown, not linked)
-_env.tests["match_sha"] = lambda value: bool(SHA.fullmatch(str(value)))
 
 
-def _fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    if value >= 3_600_000:
-        return f"{value / 3_600_000:.1f} h"
-    if value >= 60_000:
-        return f"{value / 60_000:.1f} min"
-    return f"{value / 1000:.1f} s"
-
-
-_env.filters["ms"] = _fmt_ms
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    """A page saying what was wrong with the request (``status``: 400, 404)."""
+    return render(request, "error.html", status=status, status_code=status, message=message)
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request, session: SessionDep) -> HTMLResponse:
+def index(request: Request, session: SessionDep, commits_: int = Query(30, alias="commits", ge=1, le=200)
+          ) -> HTMLResponse:
     state = request.app.state
-    names = [state.settings.backend] + [e.name for e in state.allowlist().external()]
+    settings = state.settings
+    grid = grid_q.grid_json(session, commits=commits_, backend=settings.backend, upstream=settings.upstream_repo)
+    names = [settings.backend] + [e.name for e in state.allowlist().external()]
     ready = [r for n in dict.fromkeys(names) if (r := backend_readiness(request, session, n))]
-    rows = session.execute(select(JobRecord, DispatchRecord)
-                           .join(DispatchRecord, JobRecord.dispatch_id == DispatchRecord.id)
-                           .order_by(JobRecord.id.desc()).limit(50))
-    runs = list_runs(session, 50)
-    html = _env.get_template("index.html").render(
-        runs=runs, notable=notable_verdicts(session, [r.id for r in runs if r.verdict_counts]),
-        readiness=ready, jobs=[job_json(j, d) for j, d in rows],
-        flaky=flaky_tests(session, 50), upstream=state.settings.upstream_repo,
-        failed=recent_deliveries(session, "failed", 20))
-    return HTMLResponse(html)
+    inflight = len(inflight_deliveries(session))
+    live = inflight > 0 or any(c["conclusion"] == "pending" for row in grid["rows"] for c in row["cells"].values())
+    return render(request, "grid.html", grid=grid, readiness=ready, inflight=inflight, live=live,
+                  json_url=f"/api/v1/grid?commits={commits_}")
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: str, session: SessionDep,
+             test: str | None = Query(None, max_length=500), op: str | None = Query(None, max_length=200),
+             verdict: str | None = Query(None, pattern=f"{VERDICT_PATTERN}|^$"),
+             outcome: str | None = Query(None, max_length=30)) -> HTMLResponse:
+    try:
+        view = runs.run_view(session, run_id, test=test or None, op=op or None, verdict=verdict or None,
+                             outcome=outcome or None)
+    except RunNotFound:
+        return error_page(request, 404, f"run not found: {run_id}")
+    return render(request, "run.html", view=view, json_url=f"/api/v1/runs/{quote(run_id, safe='')}")
+
+
+@router.get("/commits/{sha}", response_class=HTMLResponse)
+def commit_page(request: Request, sha: str, session: SessionDep) -> HTMLResponse:
+    if not SHA.fullmatch(sha):
+        return error_page(request, 400, "a commit is 7 to 64 hex characters")
+    view = commits.commit_view(session, sha, request.app.state.settings.upstream_repo)
+    return render(request, "commit.html", view=view, json_url=f"/api/v1/commits/{view['sha']}")
+
+
+@router.get("/tests/history", response_class=HTMLResponse)
+def test_page(request: Request, session: SessionDep, test: str = Query("", max_length=500),
+              limit: int = Query(100, ge=1, le=1000)) -> HTMLResponse:
+    if not test:
+        return error_page(request, 400, "give a test id or upstream test name: /tests/history?test=ID")
+    view = tests.test_view(session, test, limit)
+    return render(request, "test.html", view=view, json_url=f"/api/v1/tests/history?test={quote(test, safe='')}")
+
+
+@router.get("/tests", response_class=HTMLResponse)
+def search_page(request: Request, session: SessionDep, test: str | None = Query(None, max_length=500),
+                op: str | None = Query(None, max_length=200),
+                verdict: str | None = Query(None, pattern=f"{VERDICT_PATTERN}|^$")) -> HTMLResponse:
+    query = {"test": test or None, "op": op or None, "verdict": verdict or None}
+    if not any(query.values()):
+        return render(request, "search.html", query=query, found=[], runs_searched=0,
+                      message="Search the newest runs' tests by part of a test id, an op or a verdict.")
+    found = tests.search_json(session, limit=200, **query)
+    return render(request, "search.html", query=query, found=found["tests"], runs_searched=found["runs_searched"],
+                  message=None, json_url="/api/v1/tests?" + str(request.url.query))
