@@ -104,7 +104,7 @@ class Deliverer:
         self.backoff = Backoff(attempts=None, first_s=backoff_s, max_s=OUTBOX_MAX_WAIT_S)
         self._sweep = sweep
         self._sweep_interval_s = sweep_interval_s
-        self._last_sweep = 0.0
+        self._last_sweep: float | None = None  # None: sweep at the first pass
         #: sweeps finished so far (the first runs at the first pass)
         self.sweeps = 0
         self._wake = threading.Event()
@@ -137,7 +137,8 @@ class Deliverer:
 
     def run_once(self) -> int:
         """One pass: sweep if due, then every due row; returns rows delivered."""
-        if self._sweep is not None and time.monotonic() - self._last_sweep >= self._sweep_interval_s:
+        if self._sweep is not None and (self._last_sweep is None
+                                        or time.monotonic() - self._last_sweep >= self._sweep_interval_s):
             self._last_sweep = time.monotonic()
             self._sweep()
             self.sweeps += 1
