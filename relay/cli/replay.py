@@ -79,7 +79,7 @@ def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: in
     try:
         create_schema(engine)
         sf = make_session_factory(engine)
-        store = SqlRunStore(sf)
+        store = SqlRunStore(sf, main_ref=settings.quarantine_main_ref)
         ports = Ports(executors=executors_for(settings, specs, device=device, timeout_s=timeout,
                                               shards=shards, upstream=upstream),
                       store=store, sink=StoreAndReport(store, settings, sf), progress=progress,

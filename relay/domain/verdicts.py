@@ -3,20 +3,25 @@
 Classes follow Dr. CI's for PyTorch itself (NEW / FLAKY / BROKEN_TRUNK / UNSTABLE), plus the
 outcomes a downstream backend needs to tell apart:
 
-========== ==================================================================================
-NEW        fails on head, passed (or did not exist) on base, and is not flaky
-FLAKY      failed then passed on a rerun, or its outcome flips in recent history, or it is
-           quarantined (``relay.quarantine.policy``: a ``DISABLED <test id>`` issue is open)
+============ ================================================================================
+NEW          fails on every attempt on head, passed (or did not exist) on base, and no
+             flakiness evidence says otherwise
+FLAKY        only on evidence a reviewer can open (``relay.domain.flakiness``): failed then
+             passed within this run's attempts; quarantined (a ``DISABLED <test id>`` record,
+             ``relay.quarantine.policy``); or the same failure flipped on trunk runs of one
+             commit and torch build.  The reason names the run ids (``Verdict.evidence``).
 BROKEN_TRUNK fails on base too: not this change's fault
-KNOWN      expected to fail by the spec (xfail, skip); an unexpected pass is reported as a spec
-           that can be tightened
-FIXED      failed on base, passes on head
-INFRA      the runner crashed or timed out, or the environment failed: no verdict on the code
-OK         passes on head (and on base, or there is no base)
-========== ==================================================================================
+KNOWN        expected to fail by the spec (xfail, skip); an unexpected pass is reported as a spec
+             that can be tightened
+FIXED        failed on base, passes on head
+INFRA        the runner crashed or timed out, or the environment failed: no verdict on the code
+OK           passes on head (and on base, or there is no base)
+============ ================================================================================
 
 The run's conclusion is ``failure`` if and only if some test is NEW, so a quarantined test never
 fails a run (PyTorch CI skips tests with an open DISABLED issue; we run them and ignore failures).
+A FLAKY that is really NEW hides a regression on purpose, which is worse than a missed
+selection: every rule below errs towards NEW.
 """
 
 from __future__ import annotations
@@ -24,17 +29,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from relay.domain.outcomes import BAD_OUTCOMES, INFRA_OUTCOMES, PASSING_OUTCOMES
+from relay.domain.flakiness import FlakyBy, QuarantineNote, TrunkResult, first_line, same_failure, trunk_flips
+from relay.domain.outcomes import BAD_OUTCOMES, INFRA_OUTCOMES
 from test_specs.results import TestResult
+
+__all__ = ["Verdict", "VerdictKind", "VERDICTS", "FLIP_THRESHOLD", "classify", "classify_all",
+           "conclusion", "count"]
 
 VerdictKind = Literal["NEW", "FLAKY", "BROKEN_TRUNK", "KNOWN", "FIXED", "INFRA", "OK"]
 VERDICTS: tuple[str, ...] = ("NEW", "FLAKY", "BROKEN_TRUNK", "KNOWN", "FIXED", "INFRA", "OK")
+#: flips of the same failure on trunk that make it FLAKY: HUD's green / red / green is two
+FLIP_THRESHOLD = 2
 
 
 class Verdict(BaseModel):
-    """One test's verdict with the head and base outcomes it was drawn from and why."""
+    """One test's verdict with the head and base outcomes it was drawn from and why.
+
+    ``flaky_by``: for FLAKY, the rule that made it so (``relay.domain.flakiness.FlakyBy``);
+    ``evidence``: the run ids that show it, oldest first, also named in ``reason`` (the run
+    itself for a rerun, the quarantine's flaky runs, the trunk runs that flipped)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -43,45 +58,67 @@ class Verdict(BaseModel):
     head: str
     base: str | None = None
     reason: str
+    flaky_by: FlakyBy | None = None
+    evidence: list[str] = Field(default_factory=list)
 
 
-def flips(history: Sequence[str]) -> int:
-    """How often consecutive outcomes change between passing and failing in ``history``."""
-    states = [o in BAD_OUTCOMES for o in history if o in BAD_OUTCOMES or o in PASSING_OUTCOMES]
-    return sum(1 for a, b in zip(states, states[1:]) if a != b)
+def _trunk_evidence(head: TestResult, trunk: Sequence[TrunkResult],
+                    threshold: int) -> tuple[str, list[str]] | None:
+    """(reason, run ids) when the head's failure flipped ``threshold``+ times on trunk runs of
+    one commit and build (``relay.domain.flakiness``), else ``None``."""
+    flips = [f for f in trunk_flips(trunk) if same_failure(head.message, f.failed.message)]
+    if len(flips) < threshold:
+        return None
+    runs = list(dict.fromkeys(r.run_id for f in flips for r in (f.before, f.after)))
+    chain = "; ".join(f"{f.before.run_id} {f.before.outcome} -> {f.after.run_id} {f.after.outcome}"
+                      f" at {f.after.head[:12]}" for f in flips)
+    return (f"same failure flipped {len(flips)}x on trunk runs of one commit and torch build "
+            f"(no change in between): {chain}; failure: {first_line(head.message)[:160]!r}", runs)
 
 
-def classify(head: TestResult, base: TestResult | None, history: Sequence[str] = (),
-             *, flip_threshold: int = 2, quarantined: str | None = None) -> Verdict:
-    """The verdict of one test from its head result, base result and recent outcome history.
+def _quarantine_reason(note: QuarantineNote) -> str:
+    runs = (f"flaky in main-branch runs {', '.join(note.runs)}" if note.runs
+            else "its flaky runs are listed in the issue")
+    return f"quarantined: {note.issue}; {runs}; failure ignored"
 
-    ``history``: earlier outcomes of the same test on the upstream main branch, oldest first;
-    ``flip_threshold`` pass↔fail flips or more make a failure FLAKY; ``quarantined``: the
-    test's disable issue (e.g. ``DISABLED <id> (<url>)``) when it is quarantined — a failure is
-    then FLAKY naming the issue, never NEW.
+
+def classify(head: TestResult, base: TestResult | None, trunk: Sequence[TrunkResult] = (),
+             *, flip_threshold: int = FLIP_THRESHOLD, quarantined: QuarantineNote | None = None,
+             run_id: str | None = None) -> Verdict:
+    """The verdict of one test from its head result, base result and flakiness evidence.
+
+    ``trunk``: the test's outcomes in trunk runs, oldest first (``relay.store.regression.
+    trunk_history``: main ref, same backend and environment, no injected regression);
+    ``flip_threshold`` flips of the same failure on one commit and build make a failure FLAKY;
+    ``quarantined``: the test's quarantine record — a failure is then FLAKY naming the issue and
+    its runs, never NEW; ``run_id``: this run, named as the evidence of a rerun pass.
     """
     b = base.outcome if base is not None else None
 
-    def v(kind: str, reason: str) -> Verdict:
-        return Verdict(id=head.id, verdict=kind, head=head.outcome, base=b, reason=reason)
+    def v(kind: str, reason: str, by: FlakyBy | None = None, evidence: Sequence[str] = ()) -> Verdict:
+        return Verdict(id=head.id, verdict=kind, head=head.outcome, base=b, reason=reason,
+                       flaky_by=by, evidence=list(evidence))
 
     h = head.outcome
     if h in INFRA_OUTCOMES:
         first = head.message.splitlines()[0][:200] if head.message else "no message"
         return v("INFRA", f"runner {h.replace('_', ' ')}: {first}")
     if h == "flaky":
-        return v("FLAKY", "failed, then passed on a rerun")
+        where = f"run {run_id}" if run_id else "this run"
+        return v("FLAKY", f"failed, then passed on a rerun in {where} ({head.attempts} attempts)",
+                 "rerun", [run_id] if run_id else [])
     if h == "xpassed":
         return v("KNOWN", "unexpected pass of an xfail test: the spec can be tightened")
     if h in ("xfailed", "skipped"):
         return v("KNOWN", f"{h} as the spec expects")
     if h == "failed":
-        if quarantined:
-            return v("FLAKY", f"quarantined: {quarantined}; failure ignored")
+        if quarantined is not None:
+            return v("FLAKY", _quarantine_reason(quarantined), "quarantine", quarantined.runs)
         if b in BAD_OUTCOMES:
             return v("BROKEN_TRUNK", f"fails on base too ({b})")
-        if flips(history) >= flip_threshold:
-            return v("FLAKY", f"outcome flipped {flips(history)}× in recent history")
+        found = _trunk_evidence(head, trunk, flip_threshold)
+        if found is not None:
+            return v("FLAKY", found[0], "trunk_flips", found[1])
         if b is None:
             return v("NEW", "fails on head; not run on base (new test)")
         return v("NEW", f"fails on head, {b} on base")
@@ -91,15 +128,17 @@ def classify(head: TestResult, base: TestResult | None, history: Sequence[str] =
 
 
 def classify_all(head: Sequence[TestResult], base: Sequence[TestResult] | None,
-                 history: Mapping[str, Sequence[str]] | None = None,
-                 quarantined: Mapping[str, str] | None = None) -> list[Verdict]:
-    """Verdicts for every head result (same order); ``base`` None means no baseline;
-    ``quarantined``: ``{test id: its disable issue}`` (``relay.store.quarantine.
-    quarantined_tests``)."""
+                 trunk: Mapping[str, Sequence[TrunkResult]] | None = None,
+                 quarantined: Mapping[str, QuarantineNote] | None = None, *,
+                 run_id: str | None = None) -> list[Verdict]:
+    """Verdicts for every head result (same order); ``base`` None means no baseline; ``trunk``:
+    ``{test id: trunk results}``; ``quarantined``: ``{test id: its quarantine record}``
+    (``relay.store.quarantine.quarantined_tests``)."""
     by_id = {r.id: r for r in base or ()}
-    history = history or {}
+    trunk = trunk or {}
     quarantined = quarantined or {}
-    return [classify(r, by_id.get(r.id), history.get(r.id, ()), quarantined=quarantined.get(r.id))
+    return [classify(r, by_id.get(r.id), trunk.get(r.id, ()), quarantined=quarantined.get(r.id),
+                     run_id=run_id)
             for r in head]
 
 

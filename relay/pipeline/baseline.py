@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from relay.domain.run import Run
 from relay.domain.verdicts import Verdict, classify_all
@@ -47,16 +47,21 @@ def baseline_run(changeset: ChangeSet, results: Sequence[TestResult], *, backend
     the change's base, so later changes on that base find it)."""
     return Run(id=uuid.uuid4().hex[:16], backend=backend, upstream=changeset.upstream,
                base=changeset.base, head=changeset.base, title=f"baseline for {changeset.head}",
-               trigger="baseline", started_at=started_at, finished_at=datetime.now(timezone.utc),
+               trigger="baseline", started_at=started_at, finished_at=datetime.now(UTC),
                selected=len(results), conclusion=Run.conclude(list(results)), stages=list(stages),
                results=list(results), counts=Run.count_outcomes(list(results)),
                environments={"head": describe(environment)})
 
 
-def verdicts_for(head: Sequence[TestResult], base: dict[str, TestResult],
-                 store: RunStore) -> list[Verdict]:
-    """Verdicts of the head results against the base results, the stored outcome history and
-    the quarantine (a quarantined test's failure is FLAKY, never NEW)."""
-    history = store.history([r.id for r in head])
+def verdicts_for(head: Sequence[TestResult], base: dict[str, TestResult], store: RunStore, *,
+                 run_id: str | None = None, backend: str, env_name: str,
+                 head_sha: str | None) -> list[Verdict]:
+    """Verdicts of the head results against the base results, the quarantine (a quarantined
+    test's failure is FLAKY, never NEW) and the trunk history of the tests that failed on every
+    attempt (``RunStore.history`` for ``backend`` and the head environment ``env_name`` of commit
+    ``head_sha``; ``relay.domain.flakiness``).  ``run_id`` is named as a rerun pass's evidence."""
+    failed = [r.id for r in head if r.outcome == "failed"]
+    trunk = store.history(failed, backend=backend, env_name=env_name, head=head_sha) if failed else {}
     quarantined = store.quarantined()
-    return classify_all(head, [base[r.id] for r in head if r.id in base], history, quarantined)
+    return classify_all(head, [base[r.id] for r in head if r.id in base], trunk, quarantined,
+                        run_id=run_id)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from relay.domain.culprit import Culprit, bisect
@@ -71,13 +71,13 @@ def find_culprit(run: Run, commits: Sequence[str], resolve: Callable[[str], str]
         env = environment(commit)
         if phase is not None:
             phase(f"bisect round {n}: {len(ids)} tests at {commit[:12]} in {env.name}")
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         results = executors(workdir / f"round-{n}-{commit[:12]}", environment=env)(list(ids))
         round_run = Run(
             id=uuid.uuid4().hex[:16], backend=run.backend, upstream=run.upstream, base=run.base,
             head=commit, title=f"bisect round {n} for run {run.id}", trigger="bisect",
             ref=run.ref, delivery_id=run.delivery_id, started_at=started,
-            finished_at=datetime.now(timezone.utc), universe=run.universe, selected=len(ids),
+            finished_at=datetime.now(UTC), universe=run.universe, selected=len(ids),
             conclusion=Run.conclude(results), results=results,
             counts=Run.count_outcomes(results), environments={"head": describe(env)})
         store.save(round_run)

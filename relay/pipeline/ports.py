@@ -6,7 +6,7 @@ Celery tasks in ``relay.worker.celery``) hand it a ``Ports`` with
 
 * ``executors`` — an ``ExecutorFactory``: runs spec items (``relay.pipeline.local`` in a pytest
   subprocess; ``relay.worker.celery.executor`` as Celery shards);
-* ``store`` — a ``RunStore``: history it reads (stored baselines, durations, recent outcomes,
+* ``store`` — a ``RunStore``: history it reads (stored baselines, durations, trunk outcomes,
   quarantine) and the side runs it writes (a computed baseline, bisection rounds);
 * ``sink`` — a ``ResultSink``: takes the finished run, exactly once (the replay stores and posts
   it; the webhook path stores it with its HUD outbox row and the delivery's final state in one
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from relay.domain.flakiness import QuarantineNote, TrunkResult
 from relay.domain.run import Run
 from relay.envs.environments import Environment
 from test_specs.results import TestResult
@@ -50,11 +51,15 @@ class RunStore(Protocol):
         """Stored runs (newest first, with results) whose head is ``ref``, executed on
         ``backend`` in the environment called ``env_name``: base results to reuse."""
 
-    def history(self, test_ids: Sequence[str]) -> dict[str, list[str]]:
-        """Earlier outcomes of each test, oldest first (the FLAKY-by-flips evidence)."""
+    def history(self, test_ids: Sequence[str], *, backend: str, env_name: str,
+                head: str | None) -> dict[str, list[TrunkResult]]:
+        """Each test's trunk results, oldest first: runs of the main ref (never a pull
+        request's) on ``backend`` in the head environment ``env_name`` of a run of commit
+        ``head``, without an injected regression (``relay.domain.flakiness``: the FLAKY-by-flips
+        evidence).  Called once per regression run, with the ids of its failed tests."""
 
-    def quarantined(self) -> dict[str, str]:
-        """``{test id: its DISABLED issue}`` for quarantined tests."""
+    def quarantined(self) -> dict[str, QuarantineNote]:
+        """``{test id: its DISABLED issue and flaky runs}`` for quarantined tests."""
 
     def save(self, run: Run) -> None:
         """Store a side run (a computed baseline, a bisection round) in one transaction."""

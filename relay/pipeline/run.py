@@ -125,7 +125,9 @@ def _regression(plan: RunPlan, final: list[TestResult], base: list[TestResult], 
                                 stages=plan.selection.stages)
         ports.store.save(computed)
     base_results = {**plan.base_found, **{r.id: r for r in base}}
-    verdicts = verdicts_for(final, base_results, ports.store)
+    verdicts = verdicts_for(final, base_results, ports.store, run_id=plan.run_id,
+                            backend=config.backend, env_name=head_env.name,
+                            head_sha=plan.request.changeset.head)
     return {"conclusion": conclusion(verdicts), "verdicts": verdicts,
             "environments": {"head": describe(head_env), "base": describe(base_env)},
             "baseline_run": computed.id if computed is not None else (plan.reused_from or [None])[0]}

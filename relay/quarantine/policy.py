@@ -9,7 +9,10 @@ Rules (PyTorch HUD's disable-flaky-tests bot, thresholds from ``Settings``):
   ``quarantine_repo`` (body: ``Platforms: <backend>`` first, as PyTorch's disable issues, then
   the runs).  An open issue with that exact title is adopted instead of filing another; with no
   repo configured only the row is written and its ``reason`` says so.  "Flaky in a run" means
-  outcome ``flaky`` (failed, then passed on a rerun) or a stored verdict ``FLAKY``.
+  outcome ``flaky`` (failed, then passed on a rerun) or a stored ``FLAKY`` verdict of a rule that
+  is evidence of its own (a rerun pass or trunk flips, ``relay.store.quarantine.EVIDENCE_RULES``;
+  not a quarantine FLAKY, which would keep a test disabled by its own record).  The row keeps the
+  run ids, and a quarantined test's FLAKY verdict names them.
   Main-branch runs: ``relay.store.quarantine`` (ref = ``quarantine_main_ref``, trigger webhook
   or replay, not a pull-request run).
 * **re-enable** — a disabled test whose consecutive ``passed`` results in main-branch runs,
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -108,8 +111,9 @@ def issue_body(test_id: str, runs: Sequence[FlakyRun], settings: Settings) -> st
     (PyTorch's disable issues list platforms there), why, and up to 20 of the flaky runs."""
     lines = [f"Platforms: {settings.backend}", "",
              f"This test was disabled because it was flaky on `{settings.quarantine_main_ref}` of "
-             f"{settings.upstream_repo}: flaky (failed, then passed on a rerun, or its outcome "
-             f"flipped) in {len(runs)} runs within {settings.quarantine_window_h:g} h, more than "
+             f"{settings.upstream_repo}: flaky (failed, then passed on a rerun, or the same failure "
+             f"flipped on trunk runs of one commit) in {len(runs)} runs within "
+             f"{settings.quarantine_window_h:g} h, more than "
              f"the {settings.quarantine_flaky_runs} allowed.", "",
              "| run | upstream head | started (UTC) |", "|---|---|---|"]
     lines += [f"| `{r.run_id}` | `{r.head[:12]}` | {r.started_at:%Y-%m-%d %H:%M} |"
@@ -154,7 +158,8 @@ def _disable(session: Session, settings: Settings, github: Callable[[], GitHubCl
         if settings.quarantine_repo is None:
             reason += "; no issue filed: RELAY_QUARANTINE_REPO is not set (record only)"
         record = QuarantineRecord(test_id=test_id, state="disabled", reason=reason,
-                                  flaky_runs=len(runs), disabled_at=now, greens=0)
+                                  flaky_runs=len(runs), disabled_at=now, greens=0,
+                                  flaky_run_ids=[r.run_id for r in runs])
         if not claim(session, record):
             continue  # another evaluation claimed it first and files the issue
         adopted = False
@@ -262,7 +267,7 @@ def evaluate(session: Session, settings: Settings, github: GitHubClient | None =
     Commits on ``session``; GitHub failures land in ``report.errors`` (never raised); database
     errors propagate.
     """
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    now = (now or datetime.now(UTC)).astimezone(UTC)
     opened: list[GitHubClient] = []
 
     def client() -> GitHubClient:

@@ -7,9 +7,9 @@
 
 The read side the policy (``relay.quarantine.policy``) works on is here too: which tests were flaky in
 which main-branch runs of a time window, and each quarantined test's streak of greens.  A
-*main-branch run* is a run whose ``ref`` is the main ref, of a trigger that runs upstream
-commits (``webhook``, ``replay``), and not made for a ``pull_request`` delivery (a PR run carries
-its base ref, which is main too; PyTorch HUD counts only trunk jobs).
+*main-branch run* is a trunk run (``relay.store.regression.trunk_runs``): its ``ref`` is the main
+ref, its trigger runs upstream commits (``webhook``, ``replay``), and no ``pull_request`` delivery
+made it (PyTorch HUD counts only trunk jobs).
 """
 
 from __future__ import annotations
@@ -18,19 +18,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import DateTime, Integer, String, Text, or_, select, union
+from sqlalchemy import JSON, DateTime, Integer, String, Text, select, union
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from relay.store.tables import Base, DeliveryRecord, RunRecord, TestResultRecord, as_utc, utcnow
+from relay.domain.flakiness import QuarantineNote
+from relay.store.regression import MAIN_TRIGGERS, VerdictRecord, trunk_runs
+from relay.store.tables import Base, RunRecord, TestResultRecord, as_utc, utcnow
 
 __all__ = ["QuarantineRecord", "QUARANTINE_STATES", "MAIN_TRIGGERS", "FlakyRun", "GreenStreak",
            "flaky_runs", "green_streaks", "claim", "load_quarantine", "quarantined_tests",
            "disabled_title", "as_utc", "quarantine_json"]
 
 QUARANTINE_STATES = ("disabled", "reenable_proposed")
-#: triggers of runs on upstream commits (``baseline`` / ``bisect`` runs are helpers, not signal)
-MAIN_TRIGGERS = ("webhook", "replay")
+#: FLAKY verdicts that are flakiness evidence of their own; a quarantine FLAKY only repeats the
+#: record, and one stored before migration 0010 (no rule recorded) may come from the old flips
+#: rule that read pull-request heads, so neither counts
+EVIDENCE_RULES = ("rerun", "trunk_flips")
 #: outcomes that break a green streak; skipped / xfailed / xpassed say nothing about flakiness
 NOT_GREEN = frozenset({"failed", "flaky", "crashed", "timed_out"})
 
@@ -51,6 +55,8 @@ class QuarantineRecord(Base):
     disabled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     reenable_proposed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     greens: Mapped[int] = mapped_column(Integer, default=0)
+    #: the main-branch runs it was flaky in when it was disabled (migration 0010)
+    flaky_run_ids: Mapped[list[str] | None] = mapped_column(JSON)
 
 
 def disabled_title(test_id: str) -> str:
@@ -86,28 +92,19 @@ class GreenStreak:
         return (self.newest - self.oldest).total_seconds()
 
 
-def _main_runs(main_ref: str, triggers: Sequence[str]):
-    """``SELECT runs.id ...`` of main-branch runs (see the module docstring)."""
-    return (select(RunRecord.id)
-            .outerjoin(DeliveryRecord, DeliveryRecord.delivery_id == RunRecord.delivery_id)
-            .where(RunRecord.ref == main_ref, RunRecord.trigger.in_(list(triggers)),
-                   or_(DeliveryRecord.event.is_(None), DeliveryRecord.event != "pull_request")))
-
-
 def flaky_runs(session: Session, *, main_ref: str, since: datetime, until: datetime,
                triggers: Sequence[str] = MAIN_TRIGGERS) -> dict[str, list[FlakyRun]]:
     """Per test id, the main-branch runs started in ``[since, until]`` in which it was flaky:
-    outcome ``flaky`` (failed, then passed on a rerun) or a stored verdict ``FLAKY``
-    (``relay.domain.verdicts``: e.g. its outcome flips in recent history); oldest run first."""
-    from relay.store.regression import VerdictRecord  # a table module of its own
-
-    runs = _main_runs(main_ref, triggers).where(RunRecord.started_at >= since,
+    outcome ``flaky`` (failed, then passed on a rerun) or a stored ``FLAKY`` verdict made by a
+    rule in ``EVIDENCE_RULES`` (``relay.domain.flakiness``); oldest run first."""
+    runs = trunk_runs(main_ref, triggers).where(RunRecord.started_at >= since,
                                                 RunRecord.started_at <= until)
     pairs = union(
         select(TestResultRecord.test_id, TestResultRecord.run_id)
         .where(TestResultRecord.outcome == "flaky", TestResultRecord.run_id.in_(runs)),
         select(VerdictRecord.test_id, VerdictRecord.run_id)
-        .where(VerdictRecord.verdict == "FLAKY", VerdictRecord.run_id.in_(runs)),
+        .where(VerdictRecord.verdict == "FLAKY", VerdictRecord.flaky_by.in_(EVIDENCE_RULES),
+               VerdictRecord.run_id.in_(runs)),
     ).subquery()
     stmt = (select(pairs.c.test_id, RunRecord.id, RunRecord.head, RunRecord.started_at)
             .join(RunRecord, RunRecord.id == pairs.c.run_id)
@@ -130,7 +127,7 @@ def green_streaks(session: Session, test_ids: Sequence[str], *, main_ref: str, u
     stmt = (select(TestResultRecord.test_id, TestResultRecord.outcome, RunRecord.started_at)
             .join(RunRecord, RunRecord.id == TestResultRecord.run_id)
             .where(TestResultRecord.test_id.in_(list(out)),
-                   TestResultRecord.run_id.in_(_main_runs(main_ref, triggers)),
+                   TestResultRecord.run_id.in_(trunk_runs(main_ref, triggers)),
                    RunRecord.started_at <= until)
             .order_by(RunRecord.started_at.desc(), RunRecord.id.desc()))
     broken: set[str] = set()
@@ -170,12 +167,15 @@ def load_quarantine(session: Session, states: Sequence[str] = QUARANTINE_STATES
                                 .order_by(QuarantineRecord.disabled_at, QuarantineRecord.id)))
 
 
-def quarantined_tests(session: Session) -> dict[str, str]:
-    """``{test id: "DISABLED <id> (<issue url>)"}`` of every quarantined test (both states: a
-    re-enable proposal leaves the issue open, so the test stays disabled until it is closed);
-    the value names the issue, or says that no issue was filed."""
-    rows = session.execute(select(QuarantineRecord.test_id, QuarantineRecord.issue_url))
-    return {t: f"{disabled_title(t)} ({url or 'no issue filed'})" for t, url in rows}
+def quarantined_tests(session: Session) -> dict[str, QuarantineNote]:
+    """``{test id: QuarantineNote}`` of every quarantined test (both states: a re-enable proposal
+    leaves the issue open, so the test stays disabled until it is closed); the note names the
+    issue as ``DISABLED <id> (<issue url>)`` (or says that no issue was filed) and the runs it was
+    flaky in when disabled."""
+    rows = session.execute(select(QuarantineRecord.test_id, QuarantineRecord.issue_url,
+                                  QuarantineRecord.flaky_run_ids))
+    return {t: QuarantineNote(f"{disabled_title(t)} ({url or 'no issue filed'})", tuple(runs or ()))
+            for t, url, runs in rows}
 
 
 def quarantine_json(session: Session) -> dict[str, dict[str, object]]:

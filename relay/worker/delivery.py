@@ -104,8 +104,8 @@ class DeliveryWork:
     def ports(self, sink: ResultSink, executors: ExecutorFactory, progress: Progress | None = None) -> Ports:
         """The pipeline's ports for one webhook run (``progress``: default none reported)."""
         resolver = resolver_for(self.settings.commit_env)
-        return Ports(executors=executors, store=SqlRunStore(self.sf), sink=sink,
-                     progress=progress or Progress(),
+        store = SqlRunStore(self.sf, main_ref=self.settings.quarantine_main_ref)
+        return Ports(executors=executors, store=store, sink=sink, progress=progress or Progress(),
                      commit_env=resolver.resolve if resolver is not None else None)
 
     def run_locally(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:

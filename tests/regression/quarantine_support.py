@@ -3,7 +3,7 @@ runs in the store."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -19,7 +19,7 @@ from relay.store.tables import DeliveryRecord
 from test_specs.results import TestResult
 from tests.fakes.github import FakeGitHub
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 REPO = "acme/spyre-ci"
 MAIN = "refs/heads/main"
 T = "test/test_ops.py::TestCommonSPYRE::test_compare_cpu_softmax_spyre_float16"
@@ -43,7 +43,8 @@ class Runs:
 
     def add(self, at: datetime, outcomes: dict[str, str], *, ref: str | None = MAIN,
             trigger: str = "webhook", event: str | None = None,
-            verdicts: dict[str, str] | None = None, session: Session | None = None) -> str:
+            verdicts: dict[str, str] | None = None, flaky_by: str | None = "trunk_flips",
+            session: Session | None = None) -> str:
         self.n += 1
         run_id = f"r{self.n:04d}"
         results = [TestResult(id=t, upstream="u", outcome=o)  # type: ignore[arg-type]
@@ -59,7 +60,8 @@ class Runs:
                         finished_at=at + timedelta(minutes=20),
                         conclusion=Run.conclude(results), results=results,
                         counts=Run.count_outcomes(results)), commit=False)
-        s.add_all(VerdictRecord(run_id=run_id, test_id=t, verdict=v, head=outcomes[t], reason="r")
+        s.add_all(VerdictRecord(run_id=run_id, test_id=t, verdict=v, head=outcomes[t], reason="r",
+                                flaky_by=flaky_by if v == "FLAKY" else None)
                   for t, v in (verdicts or {}).items())
         if session is None:
             s.commit()

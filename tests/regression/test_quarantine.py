@@ -5,7 +5,7 @@ DISABLED issues filed on the fake GitHub over loopback HTTP (re-enable and relea
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -25,7 +25,7 @@ def test_three_flaky_main_runs_file_one_issue_exactly_once(db_url, factory, gith
     fake, client = github
     runs = Runs(factory)
     runs.flaky_at(5, 3)
-    # the third counts through its stored FLAKY verdict (outcome flips), not its outcome
+    # the third counts through its stored FLAKY verdict (trunk flips), not its outcome
     runs.add(NOW - timedelta(hours=1), {T: "failed"}, verdicts={T: "FLAKY"})
     runs.flaky_at(4, 2, test="twice")  # only two runs: nothing
     settings = settings_for(db_url, str(client._http.base_url))
@@ -40,11 +40,32 @@ def test_three_flaky_main_runs_file_one_issue_exactly_once(db_url, factory, gith
     assert "3 runs within 6 h" in issue["body"] and "r0003" in issue["body"]
     [rec] = records(factory)
     assert (rec.test_id, rec.state, rec.flaky_runs, rec.issue_number) == (T, "disabled", 3, 1)
+    assert rec.flaky_run_ids == ["r0001", "r0002", "r0003"]  # named by its FLAKY verdicts
     for later in (NOW, NOW + timedelta(hours=1)):
         with factory() as s:
             again = evaluate(s, settings, client, now=later)
         assert again.disabled == [] and again.quarantined == 1 and again.errors == []
     assert len(fake.issues[REPO]) == 1 and posts(fake, "/issues") == 1
+
+
+def test_flaky_verdicts_that_are_no_evidence_of_their_own_do_not_disable(db_url, factory, github):
+    """A quarantine FLAKY repeats the record (counting it would keep a test disabled by its own
+    record), and a FLAKY stored before its rule was recorded may come from the old flips rule that
+    read pull-request heads: neither is flakiness evidence; a rerun FLAKY is."""
+    _fake, client = github
+    runs = Runs(factory)
+    runs.flaky_at(5)
+    runs.add(NOW - timedelta(hours=4), {T: "failed"}, verdicts={T: "FLAKY"}, flaky_by="quarantine")
+    runs.add(NOW - timedelta(hours=3), {T: "failed"}, verdicts={T: "FLAKY"}, flaky_by=None)
+    runs.add(NOW - timedelta(hours=2), {T: "failed"}, verdicts={T: "FLAKY"}, flaky_by="trunk_flips")
+    settings = settings_for(db_url, quarantine_repo=None)
+    with factory() as s:
+        assert evaluate(s, settings, client, now=NOW).disabled == []  # 2 runs, not more than 2
+    runs.add(NOW - timedelta(hours=1), {T: "flaky"}, verdicts={T: "FLAKY"}, flaky_by="rerun")
+    with factory() as s:
+        [p] = evaluate(s, settings, client, now=NOW).disabled
+    assert p.flaky_runs == 3
+    assert records(factory)[0].flaky_run_ids == ["r0001", "r0004", "r0005"]
 
 
 def test_an_open_issue_with_the_exact_title_is_adopted_across_pages(db_url, factory, github):
@@ -157,12 +178,14 @@ def test_a_quarantined_failing_test_is_flaky_not_new_and_the_run_succeeds(db_url
             TestResult(id="other", upstream="u", outcome="passed")]
     base = {r.id: TestResult(id=r.id, upstream="u", outcome="passed") for r in head}
     store = SqlRunStore(factory)
-    verdicts = verdicts_for(head, base, store)
+    where = {"backend": "spyre-sim", "env_name": "current", "head_sha": "f" * 40}
+    verdicts = verdicts_for(head, base, store, **where)
     assert verdicts[0].verdict == "FLAKY" and verdicts[1].verdict == "OK"
     assert TITLE in verdicts[0].reason and p.issue_url in verdicts[0].reason
+    assert verdicts[0].evidence == ["r0001", "r0002", "r0003"] and "r0001, r0002, r0003" in verdicts[0].reason
     assert conclusion(verdicts) == "success"
     unknown = [TestResult(id="not-quarantined", upstream="u", outcome="failed")]
-    assert verdicts_for(unknown, base, store)[0].verdict == "NEW"
+    assert verdicts_for(unknown, base, store, **where)[0].verdict == "NEW"
 
 
 def test_a_create_answered_5xx_is_not_filed_twice():
@@ -187,7 +210,7 @@ def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_ur
     from relay.store import insert_delivery
     from relay.worker.processing import process_delivery
 
-    now = datetime.now(timezone.utc)  # process_delivery evaluates at the wall clock
+    now = datetime.now(UTC)  # process_delivery evaluates at the wall clock
     Runs(factory, now).flaky_at(5, 3)
     settings = settings_for(db_url, quarantine_repo=None)
 
@@ -225,7 +248,7 @@ def test_cli_and_dashboard_show_the_quarantine(db_url, factory, github, monkeypa
     from relay.service import create_app
 
     fake, client = github
-    runs = Runs(factory, datetime.now(timezone.utc))  # the CLI evaluates at the real clock
+    runs = Runs(factory, datetime.now(UTC))  # the CLI evaluates at the real clock
     runs.flaky_at(5, 3, 1, test="recent")
     odd = "spec::T::test_b[/foo]"  # brackets in an id are text, not rich markup
     runs.flaky_at(5, 3, 1, test=odd)
