@@ -56,7 +56,7 @@ def _workers(jobs: int | None, total_bytes: int) -> int:
                       else (os.cpu_count() or 1)))
 
 
-def diff_sources(src_from: "str | Path | Source", src_to: "str | Path | Source", *,
+def diff_sources(src_from: str | Path | Source, src_to: str | Path | Source, *,
                  upstream: str = "pytorch/pytorch", title: str = "",
                  jobs: int | None = None) -> ChangeReport:
     """Compare two sources and return the ``ChangeSet`` with notes, counts and timings.
@@ -134,7 +134,7 @@ def diff_sources(src_from: "str | Path | Source", src_to: "str | Path | Source",
         "workers": workers})
 
 
-def build_changeset(src_from: "str | Path | Source", src_to: "str | Path | Source", *,
+def build_changeset(src_from: str | Path | Source, src_to: str | Path | Source, *,
                     upstream: str = "pytorch/pytorch", title: str = "") -> ChangeSet:
     """The ``ChangeSet`` from ``src_from`` to ``src_to`` (see ``diff_sources``; notes about
     unparsable files go to the ``relay.changes.builder`` logger as warnings).

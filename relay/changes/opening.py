@@ -12,7 +12,7 @@ from relay.errors import ChangeSourceError
 __all__ = ["open_source", "describe_source"]
 
 
-def open_source(spec: "str | Path | Source", *, keep_local: bool = False) -> Source:
+def open_source(spec: str | Path | Source, *, keep_local: bool = False) -> Source:
     """Open ``spec``: a ``Source`` (returned as-is), a wheel/zip file, a directory, or
     ``REPO@REV`` (a git work tree or bare repo and a revision, e.g. ``~/pytorch@v2.13.0``).
 
@@ -37,7 +37,7 @@ def open_source(spec: "str | Path | Source", *, keep_local: bool = False) -> Sou
                             "or REPO@REV)")
 
 
-def describe_source(spec: "str | Path | Source", *, keep_local: bool = False) -> str:
+def describe_source(spec: str | Path | Source, *, keep_local: bool = False) -> str:
     """A version label for one source: ``name==version`` from ``*.dist-info/METADATA`` (the
     ``+local`` segment such as ``+cpu`` dropped unless ``keep_local``), else the directory or file
     name; for ``REPO@REV`` the full commit sha.  Raises ``ChangeSourceError`` like ``open_source``.

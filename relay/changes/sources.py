@@ -79,10 +79,10 @@ class Source(ABC):
             return entry.digest
         return sha256_digest(self.read(path))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most sources hold no handles
         """Release open handles (zip files, git processes).  Idempotent."""
 
-    def __enter__(self) -> "Source":
+    def __enter__(self) -> Source:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -236,7 +236,7 @@ def symbol_table(source: bytes | str) -> SymbolTable:
 def _same(a: list[_Piece], b: list[_Piece]) -> bool:
     if len(a) != len(b):
         return False
-    for pa, pb in zip(a, b):
+    for pa, pb in zip(a, b, strict=True):
         if pa.pos == pb.pos and pa.text == pb.text:
             continue
         if not _equal(pa.node, pb.node):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -39,9 +39,11 @@ def serve(
 
 @app.command()
 def worker(
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", min=1, help="Pool processes (default: CPU count, at least 2).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-c", min=1, help="Pool processes (default: CPU count, at least 2).")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery log level.")] = "INFO",
-    hostname: Annotated[Optional[str], typer.Option("--hostname", "-n", help="Worker node name (default: celery@<host>).")] = None,
+    hostname: Annotated[str | None, typer.Option(
+        "--hostname", "-n", help="Worker node name (default: celery@<host>).")] = None,
     pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo.")] = "prefork",
 ) -> None:
     """A Celery worker running deliveries and test shards (needs RELAY_BROKER_URL and, across
@@ -112,9 +114,14 @@ def quarantine(
 
 @app.command("catch-up")
 def catch_up_cmd(
-    repo: Annotated[Optional[str], typer.Option("--repo", help="owner/name of the repository whose webhook delivers to this relay (default: RELAY_UPSTREAM_REPO).")] = None,
-    hook_id: Annotated[Optional[int], typer.Option("--hook-id", min=1, help="The repository webhook's id (default: RELAY_CATCHUP_HOOK_ID).")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="ISO 8601 time to look back to (default: the newest stored delivery of the hook less 10 min); at most 3 days back, GitHub's limit.")] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help=(
+        "owner/name of the repository whose webhook delivers to this relay "
+        "(default: RELAY_UPSTREAM_REPO)."))] = None,
+    hook_id: Annotated[int | None, typer.Option(
+        "--hook-id", min=1, help="The repository webhook's id (default: RELAY_CATCHUP_HOOK_ID).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help=(
+        "ISO 8601 time to look back to (default: the newest stored delivery of the hook less "
+        "10 min); at most 3 days back, GitHub's limit."))] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
 ) -> None:
     """Ask GitHub to redeliver the webhook deliveries this relay missed (down, or answered an

@@ -79,7 +79,7 @@ class DeliveryWriter:
             except Exception as exc:  # noqa: BLE001 - reported to every waiting request
                 log.exception("inserting %d deliveries failed", len(batch))
                 results = [exc] * len(batch)
-            for (_row, future, loop), result in zip(batch, results):
+            for (_row, future, loop), result in zip(batch, results, strict=True):
                 loop.call_soon_threadsafe(_settle, future, result)
 
 

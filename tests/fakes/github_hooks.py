@@ -10,7 +10,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -75,7 +75,7 @@ class HookDeliveries:
         payload = json.loads(body)
         action = payload.get("action") if isinstance(payload, dict) else None
         entry = {"id": next(self._ids), "guid": guid, "redelivery": redelivery,
-                 "delivered_at": (at or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "delivered_at": (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
                  "duration": round(time.monotonic() - started, 3), "status": status,
                  "status_code": code, "event": event, "action": action,
                  "installation_id": None, "repository_id": 65600975, "throttled_at": None}
@@ -129,7 +129,7 @@ class HookDeliveries:
             if hook is None or delivery_id not in hook.bodies:
                 return JSONResponse({"message": "Not Found"}, status_code=404)
             entry = next(e for e in hook.log if e["id"] == delivery_id)
-            age = datetime.now(timezone.utc) - datetime.fromisoformat(
+            age = datetime.now(UTC) - datetime.fromisoformat(
                 entry["delivered_at"].replace("Z", "+00:00"))
             if age > timedelta(days=3):
                 return JSONResponse({"message": "Validation Failed"}, status_code=422)

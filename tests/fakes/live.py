@@ -31,7 +31,7 @@ class LiveServer:
         self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self._sock]},
                                         name=f"uvicorn-{self.port}", daemon=True)
 
-    def start(self, timeout: float = 10.0) -> "LiveServer":
+    def start(self, timeout: float = 10.0) -> LiveServer:
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from relay.domain.run import Run
 from selection.models import ChangeSet, StageStats
@@ -10,7 +10,7 @@ from test_specs.results import TestResult
 
 __all__ = ["make_run", "run_from_changeset"]
 
-T0 = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 def make_run(run_id: str = "run-1", *, minutes: int = 0, outcomes: tuple[str, ...] = ("passed", "failed", "skipped"),

@@ -43,7 +43,7 @@ class Upstream:
     def push_commits(self) -> list[dict[str, Any]]:
         """``commits[]`` entries of a push payload for the ``n`` commits."""
         return [{"id": sha, "message": f"commit {i}", **c}
-                for i, (sha, c) in enumerate(zip(self.commits, self.changes))]
+                for i, (sha, c) in enumerate(zip(self.commits, self.changes, strict=True))]
 
 
 def _commit(repo: Path, message: str) -> str:

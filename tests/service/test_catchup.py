@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -178,7 +178,7 @@ def test_deliveries_older_than_the_window_are_ignored(gh, settings, recorder, se
     app = relay_app(settings, recorder)
     server = servers(app)
     fake.add_hook(REPO, server.url + "/webhooks/github", SECRET, HOOK)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     fresh = [e["guid"] for e in send(fake, 2, delivered_at=now - timedelta(days=2))]
     send(fake, 120, delivered_at=now - timedelta(days=4))  # past GitHub's 3 days
     server.start()
@@ -193,7 +193,7 @@ def test_deliveries_older_than_the_window_are_ignored(gh, settings, recorder, se
     # with deliveries stored, the window starts at the newest one less the margin
     with app.state.session_factory() as s:
         newest = s.scalar(select(func.max(DeliveryRecord.received_at))).replace(
-            tzinfo=timezone.utc)
+            tzinfo=UTC)
     fake.hooks[HOOK].url = servers(answering(200)).url + "/webhooks/github"  # never up: refused
     [before] = send(fake, 1, delivered_at=newest - CATCHUP_MARGIN - timedelta(minutes=5))
     [after] = send(fake, 1)
