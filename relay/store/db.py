@@ -3,7 +3,8 @@
 SQLite (``sqlite:///path``): the parent directory is created, connections may cross threads
 (the in-process worker), and every connection turns on ``journal_mode=WAL``,
 ``synchronous=NORMAL`` (durable across a process crash — kill -9 — not across power loss),
-``foreign_keys=ON`` and a 5 s ``busy_timeout``.
+``foreign_keys=ON`` and a 5 s ``busy_timeout``; this process's writers queue on one mutex
+(``relay.store.write_gate``) instead of sleeping in SQLite's busy handler.
 PostgreSQL: ``postgresql+psycopg://user@host:port/db`` (psycopg 3).
 
 Schema: ``create_schema`` runs the Alembic migrations in ``relay/migrations`` to ``head``, so
@@ -30,6 +31,7 @@ from sqlalchemy.pool import StaticPool
 from relay.errors import DatabaseFileGone
 from relay.retrying import DB_LOCKED
 from relay.store.tables import Base
+from relay.store.write_gate import WriteGate
 
 __all__ = ["make_engine", "make_session_factory", "create_schema", "ping", "alembic_config",
            "table_modules", "TABLE_MODULES", "MIGRATIONS_DIR", "retry_locked"]
@@ -66,6 +68,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         cur.execute("PRAGMA busy_timeout=5000")
         cur.close()
 
+    WriteGate(timeout_s=5.0).attach(engine)
     return engine
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "get_delivery",
     "load_delivery",
     "claim_delivery",
+    "claim_and_load",
     "mark_delivery",
     "pending_deliveries",
     "reset_stale_processing",
@@ -97,16 +98,32 @@ def get_delivery(session: Session, delivery_id: str) -> DeliveryRecord | None:
     return session.scalar(select(DeliveryRecord).where(DeliveryRecord.delivery_id == delivery_id))
 
 
-def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
-    """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``."""
-    row = session.execute(select(_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.hook_id,
-                                 _T.c.received_at, _T.c.payload, _T.c.attempts)
-                          .where(_T.c.delivery_id == delivery_id)).first()
-    if row is None:
-        return None
+_DELIVERY_COLUMNS = (_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.hook_id, _T.c.received_at,
+                     _T.c.payload, _T.c.attempts)
+
+
+def _as_delivery(row: Any) -> Delivery:
     return Delivery(id=row.delivery_id, event=row.event, action=row.action, hook_id=row.hook_id,
                     received_at=as_utc(row.received_at), payload=json.loads(row.payload),
                     attempts=row.attempts or 0)
+
+
+def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
+    """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``."""
+    row = session.execute(select(*_DELIVERY_COLUMNS).where(_T.c.delivery_id == delivery_id)).first()
+    return _as_delivery(row) if row is not None else None
+
+
+def claim_and_load(session: Session, delivery_id: str) -> Delivery | None:
+    """``claim_delivery`` and ``load_delivery`` in one statement (``UPDATE … RETURNING``: SQLite
+    ≥ 3.35, PostgreSQL), committed: the claimed delivery, its ``attempts`` counting this one, or
+    ``None`` if it was not ``received``."""
+    row = session.execute(
+        update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
+        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
+        .returning(*_DELIVERY_COLUMNS)).first()
+    session.commit()
+    return _as_delivery(row) if row is not None else None
 
 
 def claim_delivery(session: Session, delivery_id: str) -> bool:

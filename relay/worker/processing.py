@@ -43,7 +43,7 @@ from relay.quarantine.policy import evaluate_safely
 from relay.retrying import DELIVERY
 from relay.settings import Settings
 from relay.store.db import retry_locked
-from relay.store.deliveries import claim_delivery, load_delivery, mark_delivery
+from relay.store.deliveries import claim_and_load, mark_delivery
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
 
@@ -107,9 +107,7 @@ class DeliverySink:
 
 def _claim(session_factory: Callable[[], Session], delivery_id: str) -> Delivery | None:
     with session_factory() as session:
-        if not claim_delivery(session, delivery_id):
-            return None
-        return load_delivery(session, delivery_id)
+        return claim_and_load(session, delivery_id)
 
 
 def _failure(exc: Exception, delivery: Delivery, retry: Callable[[str, float], None] | None

@@ -33,7 +33,7 @@ def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([str(relay_bin), "serve", "--port", str(port)], env=env,
                             stdout=log.open("ab"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # startup imports torch: seconds on a quiet machine, tens under load
     while time.monotonic() < deadline:
         assert proc.poll() is None, log.read_text()[-2000:]
         try:
