@@ -166,12 +166,14 @@ class Scope:
         if unmatched:
             notes.append(f"{unmatched} changed files match no scope rule (select nothing)")
         reasons = {}
+        source = f" [{'; '.join(state.changeset.notes)}]" if state.changeset.notes else ""
         for area, paths in touched.items():
             if paths:
                 more = f" (+{len(paths) - 1} more)" if len(paths) > 1 else ""
-                reasons[area] = f"scope: {area} touched by {paths[0]}{more}"
+                reasons[area] = f"scope: {area} touched by {paths[0]}{more}{source}"
             else:
-                reasons[area] = f"scope: {area} reached by test machinery ({machinery[0]})"
+                reasons[area] = f"scope: {area} reached by test machinery ({machinery[0]}){source}"
+        notes = list(state.changeset.notes) + notes
         kept = self.kept_for(tuple(state.candidates), "ops" in touched, "modules" in touched)
         return replace(state, candidates=kept, notes=state.notes + tuple(notes),
                        scope_reasons=reasons, machinery=tuple(machinery))
