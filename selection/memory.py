@@ -7,7 +7,9 @@ Uses the test → aten-op index (``selection.index``) and file/symbol attributio
 * it calls an aten op that a changed file implements, or
 * it has no index entry (never captured: kept, fail soft), or
 * a changed source file in its area could not be attributed to ops (fail soft: "select more"), or
-* it is a canary for a test-machinery change in upgrade mode (``selection.upgrade``).
+* it is a canary (one test per op family, ``selection.canary``) for a change to shared machinery
+  or to a C++ file nothing attributes, or — in upgrade mode — for a test-machinery change
+  (``selection.upgrade``).
 
 Compiled binaries (``libtorch_cpu.so``) are opaque: noted, never widening, because a release
 diff changes every binary while its headers and Python symbols carry the attributable signal.
@@ -24,10 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from selection.attribution import Impact, OpCatalog, attribute_all
+from selection.canary import family_canaries
 from selection.index import TestOpIndex
 from selection.scope import WIDEN, areas_of, item_area
 from selection.stage import Candidate, SelectionState, Signals
-from selection.upgrade import canaries
+from selection.upgrade import UPGRADE_MODE, canaries, is_machinery
 from test_specs.items import SpecItem
 
 
@@ -38,6 +41,7 @@ class _Hits:
     by_test: dict[str, list[str]] = field(default_factory=dict)
     by_subject: dict[str, list[str]] = field(default_factory=dict)
     fail_soft_areas: dict[str, str] = field(default_factory=dict)
+    canary_files: list[str] = field(default_factory=list)
     opaque: int = 0
 
 
@@ -84,7 +88,7 @@ class Memory:
     def impacts(self, state: SelectionState) -> list[Impact]:
         """The attribution of every changed file except deferred machinery (input order)."""
         files = [f for f in state.changeset.files if f.filename not in state.machinery]
-        return attribute_all(files, self.catalog)
+        return attribute_all(files, self.catalog, state.changeset.head)
 
     def run(self, state: SelectionState) -> SelectionState:
         """Called once per ChangeSet, after scope: the candidates the change's impacts reach,
@@ -101,11 +105,12 @@ class Memory:
         for area, path in sorted(areas.items()):
             what = "every" if area == WIDEN else f"all '{area}'"
             notes.append(f"{path}: not attributable to ops; keeping {what} tests (fail soft)")
-        canary: dict[str, str] = {}
-        if state.machinery:
-            why = f"upgrade: canary for test-machinery change ({', '.join(state.machinery)})"
-            canary = {c.item.id: why for c in canaries(state.candidates)}
-            notes.append(f"{len(canary)} canaries for {len(state.machinery)} machinery files")
+        canary = self._canaries(state, hits)
+        if canary:
+            files = len(state.machinery) + len(hits.canary_files)
+            notes.append(f"{len(canary)} canaries for {files} shared-machinery or not attributable files")
+        for path in hits.canary_files:
+            notes.append(f"{path}: not attributable to ops; canaries instead of all 'ops' tests")
         pool = state.candidates if areas else self._reached(state, hits, canary)
         kept, fail_soft = self._keep(state, pool, hits, canary, areas)
         signals = Signals(
@@ -127,6 +132,9 @@ class Memory:
             if imp.opaque:
                 hits.opaque += 1
                 continue
+            if imp.canary:
+                hits.canary_files.append(imp.filename)
+                continue
             if not imp.attributed:
                 hit = areas_of(imp.filename)
                 for area in (hit[0] if hit else ()):
@@ -147,6 +155,26 @@ class Memory:
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(reason)
         return hits
+
+    def _canaries(self, state: SelectionState, hits: _Hits) -> dict[str, str]:
+        """Test id → reason for the canaries of shared machinery (``selection.canary``) and of
+        C++ files nothing attributes; in upgrade mode also ``selection.upgrade.canaries`` for
+        its test machinery."""
+        out: dict[str, str] = {}
+        files = list(state.machinery) + hits.canary_files
+        if not files:
+            return out
+        upgrade = [p for p in state.machinery if is_machinery(p)] if state.mode == UPGRADE_MODE else []
+        if upgrade:
+            why = f"upgrade: canary for test-machinery change ({', '.join(upgrade)})"
+            out = {c.item.id: why for c in canaries(state.candidates)}
+        more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
+        what = "shared machinery" if state.machinery else "not attributable"
+        for family, picked in family_canaries(state.candidates, state.universe).items():
+            why = f"canary ({family}) for {what}: {files[0]}{more}"
+            for c in picked:
+                out.setdefault(c.item.id, why)
+        return out
 
     def _reached(self, state: SelectionState, hits: _Hits, canary: dict[str, str]) -> list[Candidate]:
         """Fast path (no fail-soft area): only the ids the impacts reach, canaries and never

@@ -62,7 +62,8 @@ def select(
         "--to", help="New version: wheel, tree or REPO@REV (upgrade mode).")] = None,
     upstream: Annotated[Path | None, typer.Option(
         "--upstream", exists=True, file_okay=False,
-        help="A PyTorch checkout REF's commit or range is read from.")] = None,
+        help="A PyTorch checkout REF's commit or range is read from, and the kernels a changed native "
+        "file defines (default RELAY_UPSTREAM_CHECKOUT).")] = None,
     upgrade: Annotated[bool | None, typer.Option(
         "--upgrade/--pr", help="Selection mode (default: upgrade when base/head are versions).")] = None,
     budget_minutes: Annotated[float | None, typer.Option(
@@ -94,7 +95,8 @@ def select(
     progress = BarProgress(err)
     try:
         selector = build_selector(items, profile=backend, cache_dir=settings.state_dir / "index",
-                                  progress=progress, source_root=source_root)
+                                  progress=progress, source_root=source_root,
+                                  upstream_checkout=upstream or settings.upstream_checkout)
     except KeyError as exc:
         fail(str(exc.args[0]))
     finally:
