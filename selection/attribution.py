@@ -55,6 +55,8 @@ OPINFO_PY = ("torch/testing/_internal/common_methods_invocations.py",
              "torch/testing/_internal/opinfo/definitions/")
 GENERATOR_PREFIXES = ("sample_inputs_", "reference_inputs_", "error_inputs_")
 NATIVE_PREFIX = "aten/src/ATen/"
+MODULES_PY = "torch/nn/modules/"
+FUNCTIONAL_PY = "torch/nn/functional.py"
 CPP_SUFFIXES = (".cpp", ".h", ".cc", ".hpp")
 #: File-stem key of the big shared kernel files whose names say nothing about their ops → op
 #: keys they implement.  Source: the layout of PyTorch's ``aten/src/ATen/native/`` (2.x); used
@@ -132,6 +134,7 @@ class Impact:
     why: Mapping[str, str] = field(default_factory=dict)  # OpInfo subject → its own reason
     definition: bool = False
     canary: bool = False  # not attributable C++: the shared-machinery canaries, not the area
+    modules: frozenset[str] = frozenset()  # ModuleInfo names (``nn.Linear``) whose module changed
 
 
 @dataclass
@@ -148,16 +151,26 @@ class OpCatalog:
     generators: Mapping[str, frozenset[str]] = field(default_factory=dict)
     source_map: SourceMap | None = None
     definitions: NativeDefinitions | None = None
+    modules: frozenset[str] = frozenset()  # ModuleInfo names in the universe
 
     def __post_init__(self) -> None:
         sm = self.source_map
         self.kernel_names = KernelNames(sm.kernels, sm.backward) if sm is not None else None
+        self._modkeys: dict[str, set[str]] = {}
+        for m in self.modules:
+            for k in functional_key(m.split(".")[-1]):
+                self._modkeys.setdefault(k.replace("_", ""), set()).add(m)
         self._aten: dict[str, set[str]] = {}
         for a in self.aten_ops:
             self._aten.setdefault(aten_key(a), set()).add(a)
         self._info: dict[str, set[str]] = {}
         for subject, name in self.opinfos.items():
             self._info.setdefault(opinfo_key(name), set()).add(subject)
+
+    def modules_by_key(self, key: str) -> set[str]:
+        """ModuleInfo names whose functional form has ``key`` (``layer_norm`` → ``nn.LayerNorm``;
+        underscores ignored: ``silu`` → ``nn.SiLU``)."""
+        return set(self._modkeys.get(key.replace("_", ""), ()))
 
     def aten_by_key(self, key: str) -> set[str]:
         """Aten ops whose key is ``key``."""
@@ -216,6 +229,10 @@ class OpCatalog:
 
 
 def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
+    """Changed symbols of an op-stack Python file → ops and OpInfos (module docstring); in
+    ``torch/nn/functional.py`` also the modules whose functional form a symbol is (``layer_norm``
+    → ``nn.LayerNorm``)."""
+    modules: set[str] = set()
     aten: set[str] = set()
     infos: set[str] = set()
     reasons: list[str] = []
@@ -225,16 +242,18 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
         read = sm.symbol_ops(f.filename, sym) if sm is not None else []
         hits = catalog.indexed(read) | catalog.aten_by_key(key)
         named = catalog.opinfo_by_key(key)
-        if hits or named:
+        mods = catalog.modules_by_key(key) if f.filename == FUNCTIONAL_PY else set()
+        if hits or named or mods:
             aten |= hits
             infos |= named
-            target = ", ".join(sorted(hits) or sorted(named))
+            modules |= mods
+            target = ", ".join(sorted(hits) or sorted(named)) + (f"; modules {', '.join(sorted(mods))}" if mods else "")
             via = f" (registers {', '.join(read)})" if read else ""
             reasons.append(f"{f.filename}:{sym}{via} → {target}")
     # Symbols known but matching none of our ops: helpers or ops outside the specs; attributed
     # (to nothing).  Symbols unknown (not computed, unparsable file): not attributed.
     return Impact(f.filename, frozenset(aten), frozenset(infos), tuple(reasons),
-                  attributed=f.symbols is not None)
+                  attributed=f.symbols is not None, modules=frozenset(modules))
 
 
 def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
@@ -289,9 +308,44 @@ def attribute(f: ChangedFile, catalog: OpCatalog, commit: str | None = None) -> 
         return _opinfo_impact(f, catalog)
     if name.startswith(OP_STACK_PY) and name.endswith((".py", ".pyi")):
         return _symbol_impact(f, catalog)
+    if name.startswith(MODULES_PY) and name.endswith(".py") and name.count("/") == 3:
+        return _module_file_impact(f, catalog)
     if name.startswith(NATIVE_PREFIX) and name.endswith(CPP_SUFFIXES):
         return _native_impact(f, catalog, commit)
     return Impact(name, attributed=False)
+
+
+def functional_key(cls: str) -> list[str]:
+    """Keys of the functional form of module class ``cls``: ``LayerNorm`` → ``['layer_norm']``,
+    ``BatchNorm2d`` → ``['batch_norm2d', 'batch_norm']``, ``Conv2d`` → ``['conv2d', 'conv']``."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).lower()
+    keys = [snake.strip("_")]
+    bare = re.sub(r"_?\d+d$", "", keys[0])
+    return keys + ([bare] if bare != keys[0] else [])
+
+
+def _module_file_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
+    """``torch/nn/modules/<file>.py``: the ModuleInfos of the classes it defines (those its
+    symbols name, else all), plus the OpInfo tests of their functional forms."""
+    sm = catalog.source_map
+    classes = sm.module_classes.get(f.filename) if sm is not None else None
+    if not classes:
+        return Impact(f.filename, attributed=False)
+    touched = {sym.split(".")[0] for sym in f.symbols or ()} & set(classes)
+    picked = sorted(touched or classes)
+    modules = {f"nn.{c}" for c in picked} & catalog.modules
+    infos: set[str] = set()
+    for cls in picked:
+        for key in functional_key(cls):
+            hit = {s for s in catalog.opinfo_by_key(key) if catalog.opinfos[s].startswith("nn.functional.")}
+            if hit:
+                infos |= hit
+                break
+    which = "changed classes" if touched else "classes it defines"
+    reason = (f"{f.filename} ({which}: {', '.join(picked)}) → modules {', '.join(sorted(modules)) or 'none tested'}"
+              f"; functional {', '.join(sorted({catalog.opinfos[s] for s in infos})) or 'none'}")
+    return Impact(f.filename, opinfos=frozenset(infos), modules=frozenset(modules), reasons=(reason,),
+                  why={s: reason for s in infos})
 
 
 def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Impact:

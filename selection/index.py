@@ -4,8 +4,9 @@ Each OpInfo spec item is run once on its sample inputs under a dispatch mode tha
 schema name of every aten op reaching dispatch (``aten::_softmax``, …).  Inputs are moved to the
 device outside the mode, so the record holds the op's own aten calls, not data movement.  The
 index is cached as JSON per (torch version, device): a later build captures only new items.
-Items without a capture (ModuleInfo items, captures that failed) have no entry; the memory stage
-keeps them (fail soft).
+ModuleInfo items are captured forward and backward by ``selection.module_capture``.  Items
+without a capture (a module that cannot be built, an OpInfo missing from ``op_db``) have no
+entry; the memory stage keeps them (fail soft).
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ class TestOpIndex:
     def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> TestOpIndex:
         """Load the cached index for this torch and device, capture missing items, save.
 
-        ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  Items that are not
-        OpInfo items are skipped.  The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
+        ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  OpInfo items are
+        captured on ``device``, ModuleInfo items on the CPU (``selection.module_capture``).
+        The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
         """
         import torch
 
@@ -148,12 +150,16 @@ class TestOpIndex:
                     entries = json.loads(path.read_text())
                 except (OSError, ValueError) as exc:
                     log.warning("ignoring unreadable op index cache %s: %s", path, exc)
-        missing = [i for i in items if i.op is not None and i.id not in entries]
+        missing = [i for i in items if (i.op is not None or i.module is not None) and i.id not in entries]
         if missing:
+            from selection.module_capture import capture_module_ops
+
             table = _opinfo_table()
             for n, item in enumerate(missing, 1):
-                if item.subject in table:
+                if item.op is not None and item.subject in table:
                     entries[item.id] = capture_ops(item, device)
+                elif item.module is not None and (ops := capture_module_ops(item.module)) is not None:
+                    entries[item.id] = list(ops)
                 if path is not None and n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes
                     _save(path, entries)
             if path is not None:

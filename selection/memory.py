@@ -68,7 +68,7 @@ class Memory:
     def _prepare(self, items) -> None:
         by_subject: dict[str, list[str]] = {}
         for i in items:
-            if i.op is not None:
+            if i.op is not None or i.module is not None:
                 by_subject.setdefault(i.subject, []).append(i.id)
         self._by_subject = by_subject
         self._unindexed = {i.id for i in items if i.id not in self.index.entries}
@@ -143,6 +143,11 @@ class Memory:
             for op in sorted(imp.aten_ops):
                 tests = self.index.by_op.get(op, ())
                 reason = f"{imp.filename} → {op} → {len(tests)} tests"
+                for t in tests:
+                    hits.by_test.setdefault(t, []).append(reason)
+            for module in sorted(imp.modules):
+                tests = self._by_subject.get(module, [])
+                reason = f"{imp.filename} → module {module} → {len(tests)} tests"
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(reason)
             for subject in sorted(imp.opinfos):

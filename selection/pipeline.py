@@ -75,7 +75,8 @@ class Selector:
             source_map = load_source_map(source_root, cache_dir)
         self.catalog = OpCatalog(aten_ops=self.index.aten_ops, opinfos=opinfos,
                                  generators={k: frozenset(v) for k, v in gens.items() if v},
-                                 source_map=source_map or None, definitions=definitions)
+                                 source_map=source_map or None, definitions=definitions,
+                                 modules=frozenset(i.module for i in self.items if i.module))
         self.stages = [Scope(self.profile), Memory(self.index, self.catalog, self.items), Classify()]
         self._candidates = tuple(Candidate(item=i, mode=i.mode) for i in self.items)
         scope, memory = self.stages[0], self.stages[1]

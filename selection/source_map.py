@@ -22,11 +22,14 @@ installed wheel (its ``site-packages``), and cached as JSON like the test → op
   their ops.  A wheel has no native sources; attribution then falls back to file-stem matching
   against kernel names (``SoftMax.cpp`` → kernels containing ``softmax`` → ``aten::_softmax``).
 
+* ``torch/nn/modules/<file>.py``: by AST, the classes each file defines (``linear.py`` →
+  ``Linear``, ``Bilinear``, …), for the ModuleInfo items a module-file change selects.
 * ``derivatives.yaml`` (``tools/autograd/`` in a tree, ``torchgen/packaged/autograd/`` in a
   wheel): backward op → the forward ops whose derivative formulas call it (``parse_derivatives``).
 
 Shapes: ``symbols[path][symbol] = [aten ops]``, ``native_files[path] = [aten ops]``,
-``kernels[kernel] = [aten ops]``, ``backward[backward op] = [forward ops]``; aten ops are
+``kernels[kernel] = [aten ops]``, ``backward[backward op] = [forward ops]``,
+``module_classes[path] = [class names]``; aten ops are
 schema names without overload (``aten::_softmax``).
 A module that does not parse is skipped with a warning (its symbols fall back to name matching).
 """
@@ -50,6 +53,7 @@ DERIVATIVES_PATHS = ("tools/autograd/derivatives.yaml", "torchgen/packaged/autog
 CACHE_FORMAT = 2
 DECORATED_PY = ("torch/_refs", "torch/_decomp", "torch/_meta_registrations.py", "torch/_prims")
 CALLING_PY = ("torch/nn/functional.py", "torch/functional.py")
+MODULES_PY = "torch/nn/modules"
 REGISTER_DECORATORS = {"register_decomposition", "register_meta", "register_op_impl",
                        "_register_jit_decomposition_for_jvp", "register_lowering"}
 CALL_ROOTS = {"torch", "_VF", "_nn", "input", "self", "a", "tensor", "_C"}
@@ -218,6 +222,23 @@ def called_ops(tree: ast.Module, known: set[str]) -> dict[str, list[str]]:
     return out
 
 
+def module_classes(root: Path) -> dict[str, list[str]]:
+    """``torch/nn/modules/<file>.py`` → the classes it defines at top level (by AST), sorted;
+    a file that does not parse is skipped with a warning."""
+    out: dict[str, list[str]] = {}
+    for path in sorted((root / MODULES_PY).glob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError) as exc:
+            log.warning("source map: skipping %s: %s", rel, exc)
+            continue
+        names = sorted(n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_"))
+        if names:
+            out[rel] = names
+    return out
+
+
 def native_file_ops(text: str, kernels: dict[str, list[str]]) -> list[str]:
     """Aten ops whose kernels a native C++ source *defines* (see the module docstring)."""
     ops: set[str] = set()
@@ -238,6 +259,7 @@ class SourceMap:
     symbols: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     native_files: dict[str, list[str]] = field(default_factory=dict)
     backward: dict[str, list[str]] = field(default_factory=dict)
+    module_classes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ops(self) -> set[str]:
@@ -283,6 +305,7 @@ class SourceMap:
                 found = called_ops(tree, known) if prefix in CALLING_PY else decorated_ops(tree)
                 if found:
                     sm.symbols[rel] = found
+        sm.module_classes = module_classes(root)
         native = root / "aten/src/ATen/native"
         if native.is_dir():
             for path in sorted(native.rglob("*.cpp")):
@@ -308,7 +331,8 @@ class SourceMap:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"kernels": sm.kernels, "symbols": sm.symbols,
-                                       "native_files": sm.native_files, "backward": sm.backward},
+                                       "native_files": sm.native_files, "backward": sm.backward,
+                                       "module_classes": sm.module_classes},
                                       sort_keys=True))
             tmp.replace(path)
         return sm
