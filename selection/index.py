@@ -159,7 +159,7 @@ class TestOpIndex:
                 if item.op is not None and item.subject in table:
                     entries[item.id] = capture_ops(item, device)
                 elif item.module is not None and (ops := capture_module_ops(item.module)) is not None:
-                    entries[item.id] = list(ops)
+                    entries[item.id] = sorted(set(ops) - DATA_MOVEMENT)
                 if path is not None and n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes
                     _save(path, entries)
             if path is not None:

@@ -7,8 +7,8 @@ and then backward: the gradients of every output (seeded with ones made outside 
 no loss op is recorded) w.r.t. the inputs and parameters that require grad.  Both run under a
 dispatch mode recording each aten op's schema name, so
 ``nn.Linear`` records ``aten::addmm``/``aten::t`` and its backward ``aten::mm``;
-``nn.Embedding`` records ``aten::embedding`` and ``aten::embedding_dense_backward``.  Data
-movement (``selection.index.DATA_MOVEMENT``) is dropped.
+``nn.Embedding`` records ``aten::embedding`` and ``aten::embedding_dense_backward``.  The
+caller (``selection.index``) drops data movement.
 
 One capture per ModuleInfo serves every item of it (each template and dtype): which kernels a
 module calls does not depend on the spec's dtype, and the CPU runs every module in float32.
@@ -71,8 +71,6 @@ def capture_module_ops(name: str, max_samples: int = 4) -> tuple[str, ...] | Non
     not in the installed ``module_db`` or none of its inputs can be built."""
     import torch
 
-    from selection.index import DATA_MOVEMENT
-
     info = _module_table().get(name)
     if info is None:
         return None
@@ -96,4 +94,4 @@ def capture_module_ops(name: str, max_samples: int = 4) -> tuple[str, ...] | Non
             _forward_backward(module, mi.forward_input.args, mi.forward_input.kwargs, seen)
     if not built:
         return None
-    return tuple(sorted(seen - DATA_MOVEMENT))
+    return tuple(sorted(seen))
