@@ -135,6 +135,7 @@ class Impact:
     definition: bool = False
     canary: bool = False  # not attributable C++: the shared-machinery canaries, not the area
     modules: frozenset[str] = frozenset()  # ModuleInfo names (``nn.Linear``) whose module changed
+    broad: bool = False  # a whole native file attributed by name or table (no patch, no checkout)
 
 
 @dataclass
@@ -357,8 +358,10 @@ def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Im
     if f.patch and catalog.kernel_names is not None:
         found, named = patch_ops(f.patch, catalog.kernel_names)
         how = "patch: " + "; ".join(named[:6]) + (f" (+{len(named) - 6} more)" if len(named) > 6 else "")
+    broad = False
     if not found:
         found, how = catalog.native_ops(name, commit if f.status != "removed" else None)
+        broad = "defines" not in how  # kernels read from the source are not a guess
         if f.patch:
             how = f"patch names no kernel; {how}"
     if not found:
@@ -368,7 +371,7 @@ def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Im
     infos = catalog.variants(ops)
     reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}"
     return Impact(name, frozenset(ops), frozenset(infos), reasons=(reason,),
-                  why={s: reason for s in infos})
+                  why={s: reason for s in infos}, broad=broad)
 
 
 def attribute_all(files: Iterable[ChangedFile], catalog: OpCatalog, commit: str | None = None) -> list[Impact]:

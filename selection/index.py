@@ -37,11 +37,22 @@ def _opinfo_table() -> dict[str, object]:
     return table
 
 
+def torch_version() -> str:
+    """The installed torch's version (``2.13.0+cpu``, as ``torch.__version__``) from its package
+    metadata: reading the caches must not import torch (seconds on a loaded machine)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:  # a source build without metadata
+        import torch
+
+        return torch.__version__
+
+
 def cached_generators(cache_dir: Path | None) -> dict[str, frozenset[str]]:
     """``opinfo_generators`` once per torch version, cached as ``opinfo_generators-<torch>.json``."""
-    import torch
-
-    path = Path(cache_dir) / f"opinfo_generators-{torch.__version__}.json" if cache_dir else None
+    path = Path(cache_dir) / f"opinfo_generators-{torch_version()}.json" if cache_dir else None
     if path is not None and path.exists():
         try:
             return {k: frozenset(v) for k, v in json.loads(path.read_text()).items()}
@@ -137,14 +148,10 @@ class TestOpIndex:
         captured on ``device``, ModuleInfo items on the CPU (``selection.module_capture``).
         The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
         """
-        import torch
-
-        if device == "spyre":
-            import spyre_backend  # noqa: F401  (registers the device)
         path = None
         entries: dict[str, list[str]] = {}
         if cache_dir is not None:
-            path = Path(cache_dir) / f"op_index-{torch.__version__}-{device}.json"
+            path = Path(cache_dir) / f"op_index-{torch_version()}-{device}.json"
             if path.exists():
                 try:
                     entries = json.loads(path.read_text())
@@ -152,6 +159,8 @@ class TestOpIndex:
                     log.warning("ignoring unreadable op index cache %s: %s", path, exc)
         missing = [i for i in items if (i.op is not None or i.module is not None) and i.id not in entries]
         if missing:
+            if device == "spyre":
+                import spyre_backend  # noqa: F401  (registers the device; only to capture)
             from selection.module_capture import capture_module_ops
 
             table = _opinfo_table()

@@ -4,7 +4,9 @@ Uses the test → aten-op index (``selection.index``) and file/symbol attributio
 (``selection.attribution``).  A candidate survives when
 
 * its OpInfo entry or sample-input generator changed (changed test definition), or
-* it calls an aten op that a changed file implements, or
+* it calls an aten op that a changed file implements (for a whole native file attributed by
+  name only, whose ops most tests call: its ops' own OpInfos and the modules running them,
+  ``MAX_BROAD_SHARE``), or
 * it has no index entry (never captured: kept, fail soft), or
 * a changed source file in its area could not be attributed to ops (fail soft: "select more"), or
 * it is a canary (one test per op family, ``selection.canary``) for a change to shared machinery
@@ -33,6 +35,11 @@ from selection.stage import Candidate, SelectionState, Signals
 from selection.upgrade import UPGRADE_MODE, canaries, is_machinery
 from test_specs.items import SpecItem
 
+#: A native file attributed by name alone (no patch) whose ops more than this share of the tests
+#: call selects only its ops' own OpInfos (and variants) and the modules running them: a change
+#: to ``BinaryOps.cpp`` does not run every test that adds two tensors somewhere.
+MAX_BROAD_SHARE = 0.10
+
 
 @dataclass
 class _Hits:
@@ -43,6 +50,7 @@ class _Hits:
     fail_soft_areas: dict[str, str] = field(default_factory=dict)
     canary_files: list[str] = field(default_factory=list)
     opaque: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 class Memory:
@@ -72,6 +80,8 @@ class Memory:
                 by_subject.setdefault(i.subject, []).append(i.id)
         self._by_subject = by_subject
         self._unindexed = {i.id for i in items if i.id not in self.index.entries}
+        self._module_ids = {i.id for i in items if i.module is not None}
+        self._size = len(items)
 
     def positions(self, candidates: tuple) -> dict[str, int]:
         """Test id → position in ``candidates`` (memoised per tuple; scope reuses its tuples)."""
@@ -96,7 +106,7 @@ class Memory:
         if self._by_subject is None:
             self._prepare([c.item for c in state.candidates])
         hits = self._hits(self.impacts(state))
-        notes: list[str] = []
+        notes: list[str] = list(hits.notes)
         if hits.opaque:
             notes.append(f"{hits.opaque} compiled binaries or their headers changed (opaque; not attributed)")
         present = {"modules" if c.item.module is not None else "ops" for c in state.candidates} \
@@ -140,8 +150,16 @@ class Memory:
                 for area in (hit[0] if hit else ()):
                     hits.fail_soft_areas.setdefault(area, imp.filename)
                 continue
+            indirect_only = imp.broad and self._too_broad(imp)
+            if indirect_only:
+                hits.notes.append(
+                    f"{imp.filename}: its ops are called by more than {MAX_BROAD_SHARE:.0%} of the tests; "
+                    "without a patch only their own OpInfos and the modules that run them are selected "
+                    "(give the patch, or --upstream, to select by kernel)")
             for op in sorted(imp.aten_ops):
                 tests = self.index.by_op.get(op, ())
+                if indirect_only:
+                    tests = [t for t in tests if t in self._module_ids]
                 reason = f"{imp.filename} → {op} → {len(tests)} tests"
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(reason)
@@ -180,6 +198,13 @@ class Memory:
             for c in picked:
                 out.setdefault(c.item.id, why)
         return out
+
+    def _too_broad(self, imp: Impact) -> bool:
+        """Whether the tests calling ``imp``'s ops exceed ``MAX_BROAD_SHARE`` of the universe."""
+        reached: set[str] = set()
+        for op in imp.aten_ops:
+            reached |= self.index.by_op.get(op, set())
+        return len(reached) > MAX_BROAD_SHARE * max(self._size, 1)
 
     def _reached(self, state: SelectionState, hits: _Hits, canary: dict[str, str]) -> list[Candidate]:
         """Fast path (no fail-soft area): only the ids the impacts reach, canaries and never

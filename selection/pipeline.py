@@ -25,6 +25,7 @@ from selection.refine import Refine
 from selection.scope import Scope
 from selection.source_map import SourceMap, installed_root
 from selection.stage import Candidate, Executor, SelectionState, run_stage
+from selection.support import SupportAnswers
 from selection.upgrade import resolve_mode
 from test_specs.items import SpecItem
 from test_specs.results import TestResult
@@ -77,7 +78,8 @@ class Selector:
                                  generators={k: frozenset(v) for k, v in gens.items() if v},
                                  source_map=source_map or None, definitions=definitions,
                                  modules=frozenset(i.module for i in self.items if i.module))
-        self.stages = [Scope(self.profile), Memory(self.index, self.catalog, self.items), Classify()]
+        support = SupportAnswers.load(self.index.aten_ops, {i.dtype for i in self.items}, cache_dir)
+        self.stages = [Scope(self.profile), Memory(self.index, self.catalog, self.items), Classify(support=support)]
         self._candidates = tuple(Candidate(item=i, mode=i.mode) for i in self.items)
         scope, memory = self.stages[0], self.stages[1]
         for ops, modules in ((True, False), (True, True)):  # warm: the usual area sets

@@ -50,7 +50,7 @@ YAML_PATHS = ("aten/src/ATen/native/native_functions.yaml",
               "torchgen/packaged/ATen/native/native_functions.yaml")
 DERIVATIVES_PATHS = ("tools/autograd/derivatives.yaml", "torchgen/packaged/autograd/derivatives.yaml")
 #: bumped when the cached shape changes (an older cache is then rebuilt, not misread)
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 DECORATED_PY = ("torch/_refs", "torch/_decomp", "torch/_meta_registrations.py", "torch/_prims")
 CALLING_PY = ("torch/nn/functional.py", "torch/functional.py")
 MODULES_PY = "torch/nn/modules"
@@ -340,8 +340,11 @@ class SourceMap:
 
 def installed_root() -> tuple[Path, str] | None:
     """(site-packages root, version) of the installed torch, or ``None`` if torch is absent."""
-    try:
-        import torch
-    except ImportError:
+    from importlib.util import find_spec
+
+    from selection.index import torch_version
+
+    spec = find_spec("torch")  # located, not imported (importing torch takes seconds)
+    if spec is None or spec.origin is None:
         return None
-    return Path(torch.__file__).resolve().parent.parent, torch.__version__
+    return Path(spec.origin).resolve().parent.parent, torch_version()

@@ -79,9 +79,9 @@ def select(
     from rich.markup import escape
 
     from relay.cli.render import BarProgress, stage_table
+    from relay.errors import SpecsInvalid
     from relay.pipeline.indexing import build_selector
     from relay.pipeline.specs import default_specs, load_items
-    from relay.store.durations import durations_from_db
     from selection.pipeline import to_selection
 
     cs = _select_change(ref, diff, files, changes, src_from, src_to, upstream)
@@ -91,7 +91,10 @@ def select(
     else:
         mode = "upgrade" if upgrade else "pr"
     settings = settings_or_fail()
-    items = load_items(spec_files_or_fail(spec) or default_specs())
+    try:
+        items = load_items(spec_files_or_fail(spec) or default_specs(), cache_dir=settings.state_dir / "index")
+    except SpecsInvalid as exc:
+        fail(str(exc))
     progress = BarProgress(err)
     try:
         selector = build_selector(items, profile=backend, cache_dir=settings.state_dir / "index",
@@ -101,7 +104,11 @@ def select(
         fail(str(exc.args[0]))
     finally:
         progress.close()
-    durations = durations_from_db(settings.database_url) if budget_minutes is not None else None
+    durations = None
+    if budget_minutes is not None:
+        from relay.store.durations import durations_from_db  # SQLAlchemy: seconds; only for a budget
+
+        durations = durations_from_db(settings.database_url)
     state = selector.select_state(cs, mode=mode, budget_minutes=budget_minutes, durations=durations)
     selection = to_selection(state)
     if json_out:

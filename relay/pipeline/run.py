@@ -65,7 +65,7 @@ def plan_run(request: RunRequest, config: RunConfig, ports: Ports) -> RunPlan:
     progress = ports.progress
     started = datetime.now(UTC)
     progress.phase("expanding specs")
-    items = load_items(config.spec_paths, config.upstream)
+    items = load_items(config.spec_paths, config.upstream, cache_dir=config.state_dir / "index")
     progress.phase("building indexes")
     selector = build_selector(items, profile=config.backend, device=config.device,
                               cache_dir=config.state_dir / "index", progress=progress,

@@ -46,6 +46,8 @@ YAML = """\
   structured: True
   dispatch:
     CPU: addmm_out_cpu
+- func: add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+  structured: True
 """
 
 
@@ -120,3 +122,19 @@ def test_functional_py_by_changed_function_selects_its_module(universe, parts) -
     f = ChangedFile(filename="torch/nn/functional.py", symbols=["layer_norm"])
     assert "nn.LayerNorm" in _selected(universe, index, catalog, f)
     assert "nn.ReLU" not in _selected(universe, index, catalog, f)
+
+
+def test_a_whole_shared_file_without_a_patch_selects_its_own_ops_and_modules_only(tmp_path: Path) -> None:
+    universe = [item("add"), item("cov"), item("mm"), item("sum"), item("GRU", module="nn.GRU")]
+    ops = {"add": ["aten::add"], "cov": ["aten::add", "aten::mean"], "mm": ["aten::mm"],
+           "sum": ["aten::sum"], "nn.GRU": ["aten::add", "aten::mm"]}
+    index = TestOpIndex({i.id: ops[i.subject] for i in universe})
+    (tmp_path / "aten/src/ATen/native").mkdir(parents=True)
+    (tmp_path / "aten/src/ATen/native/native_functions.yaml").write_text(YAML)
+    catalog = OpCatalog(aten_ops=index.aten_ops, opinfos={i.subject: i.op for i in universe if i.op},
+                        source_map=SourceMap.from_root(tmp_path), modules=frozenset({"nn.GRU"}))
+    whole = ChangedFile(filename="aten/src/ATen/native/BinaryOps.cpp")  # the table: add, sub, mul, …
+    assert _selected(universe, index, catalog, whole) == {"add", "nn.GRU"}  # not cov: it adds inside
+    stub = ChangedFile(filename="aten/src/ATen/native/BinaryOps.cpp",
+                       patch="@@ -5,2 +5,2 @@\n-DEFINE_DISPATCH(add_stub);\n+DEFINE_DISPATCH(add_stub) ;\n")
+    assert _selected(universe, index, catalog, stub) == {"add", "cov", "nn.GRU"}  # the kernel: every caller
