@@ -112,6 +112,19 @@ def symbol_key(symbol: str) -> str:
     return _strip(symbol.split(".")[0])
 
 
+def method_keys(symbol: str) -> list[str]:
+    """Keys of a changed method ``Cls.meth`` (``Tensor.__rsub__`` → ``['rsub', 'sub']``: a
+    reflected operator implements its base op too); ``[]`` for a top-level symbol."""
+    if "." not in symbol:
+        return []
+    meth = symbol.rsplit(".", 1)[1]
+    key = _strip(meth)
+    keys = [key] if key else []
+    if meth.startswith("__r") and meth.endswith("__") and len(key) > 1:
+        keys.append(key[1:])
+    return keys
+
+
 def opinfo_key(name: str) -> str:
     """Key of an OpInfo name (no variant): ``nn.functional.gelu`` → ``gelu``."""
     return _strip(name.split(".")[-1])
@@ -243,6 +256,9 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
         read = sm.symbol_ops(f.filename, sym) if sm is not None else []
         hits = catalog.indexed(read) | catalog.aten_by_key(key)
         named = catalog.opinfo_by_key(key)
+        for mkey in method_keys(sym):  # ``Tensor.__rsub__`` → rsub, sub
+            hits |= catalog.aten_by_key(mkey)
+            named |= catalog.opinfo_by_key(mkey)
         mods = catalog.modules_by_key(key) if f.filename == FUNCTIONAL_PY else set()
         if hits or named or mods:
             aten |= hits

@@ -56,7 +56,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "linalg": ("mm", "matmul", "addmm", "bmm", "linalg.vector_norm"),
     "normalization": ("nn.functional.layer_norm", "nn.functional.batch_norm",
                       "nn.functional.group_norm", "native_layer_norm"),
-    "activation": ("nn.functional.relu", "nn.functional.gelu", "softmax", "nn.functional.silu",
+    "activation": ("softmax", "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu",
                    "sigmoid"),
     "module forward": ("nn.Linear", "nn.ReLU", "nn.LayerNorm", "nn.Embedding", "nn.Conv2d"),
 }

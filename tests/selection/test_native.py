@@ -130,3 +130,13 @@ def test_kernels_a_file_defines_at_a_commit_are_read_once_and_cached(real_map, t
     assert again.ops("abc123", NATIVE + "Odd.cpp", real_map.kernels) == ["aten::_softmax"]
     assert reads == [("abc123", NATIVE + "Odd.cpp")]
     assert (tmp_path / "native_defs-abc123.json").is_file()
+
+
+def test_a_changed_tensor_method_names_its_op_and_a_reflected_operator_its_base_op() -> None:
+    from selection.attribution import method_keys
+
+    assert method_keys("Tensor.__rsub__") == ["rsub", "sub"] and method_keys("softmax") == []
+    catalog = OpCatalog(aten_ops=frozenset({"aten::sub", "aten::rsub", "aten::add"}),
+                        opinfos={"sub": "sub", "__rsub__": "__rsub__", "add": "add"})
+    imp = attribute(ChangedFile(filename="torch/_tensor.py", symbols=["Tensor", "Tensor.__rsub__"]), catalog)
+    assert imp.aten_ops == {"aten::sub", "aten::rsub"} and imp.opinfos == {"sub", "__rsub__"}
