@@ -46,8 +46,9 @@ class FakeGitHub(HookDeliveries, CrcrRoutes):
     #: commit shas (oldest first) of ``(repo, base, head)`` listed by the compare API, paged
     #: like GitHub (``per_page`` ≤ 100, default 250 commits unpaged) with ``total_commits``
     compare_commits: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
-    #: files (with ``patch``) of ``(repo, sha)`` for ``GET /repos/{o}/{r}/commits/{sha}``,
-    #: paged like GitHub: 300 files a page, ``Link`` rel="next", at most 3,000
+    #: files (with ``patch``) of ``(repo, sha)`` for ``GET /repos/{o}/{r}/commits/{sha}``
+    #: (served by ``github_crcr``'s commit route), paged like GitHub: 300 files a page,
+    #: ``Link`` rel="next", at most 3,000
     commit_files: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     fail_with: list[int] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
@@ -133,23 +134,6 @@ class FakeGitHub(HookDeliveries, CrcrRoutes):
             return JSONResponse({"status": "ahead", "files": (files or [])[:300],
                                  "total_commits": len(shas),
                                  "commits": [{"sha": s, "commit": {"message": ""}} for s in listed]})
-
-        @app.get("/repos/{owner}/{name}/commits/{sha}")
-        def commit_route(owner: str, name: str, sha: str, request: Request) -> JSONResponse:
-            if (failed := _record(request)) is not None:
-                return failed
-            files = self.commit_files.get((f"{owner}/{name}", sha))
-            if files is None:
-                return JSONResponse({"message": "No commit found for SHA: " + sha}, status_code=422)
-            files = files[:3000]
-            page = max(int(request.query_params.get("page", 1)), 1)
-            last = max(1, -(-len(files) // 300))
-            headers = {}
-            if page < last:
-                nxt = request.url.include_query_params(page=page + 1)
-                headers["Link"] = f'<{nxt}>; rel="next"'
-            return JSONResponse({"sha": sha, "files": files[(page - 1) * 300: page * 300]},
-                                headers=headers)
 
         @app.post("/repos/{owner}/{name}/dispatches")
         async def dispatch_route(owner: str, name: str, request: Request) -> Response:
