@@ -25,6 +25,9 @@ Quarantine (``relay.quarantine.policy``): ``RELAY_QUARANTINE_REPO`` (``org/repo`
 flaky in more runs than this within the window disables), ``RELAY_QUARANTINE_REENABLE_GREENS``
 (150) and ``RELAY_QUARANTINE_REENABLE_DAYS`` (7): PyTorch HUD's thresholds.
 
+Selection: ``RELAY_UPSTREAM_CHECKOUT`` (a PyTorch checkout: a changed native file without a
+patch is attributed to the kernels it defines at the change's head, ``selection.native``).
+
 Webhook runs: ``RELAY_SPECS`` (spec files or directories, comma-separated; default the bundled
 specs in ``test_specs/specs``).
 
@@ -88,6 +91,9 @@ class Settings(BaseSettings):
     allowlist: str | None = None
     allowlist_refresh_s: float = 5.0
     upstream_repo: str = "pytorch/pytorch"
+    #: a PyTorch checkout selection reads native kernels from (which kernels each changed
+    #: ``aten/src/ATen/native`` file defines at the change's head; ``--upstream`` wins)
+    upstream_checkout: Path | None = None
     backend: str = "spyre-sim"
     #: threads of the in-process queue (``relay.worker.queue.InProcessQueue``; unused with a broker)
     workers: int = Field(2, ge=1, le=32)

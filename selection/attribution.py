@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from selection.models import ChangedFile
+from selection.native import KernelNames, NativeDefinitions, patch_ops, stem_ops
 from selection.patch_symbols import symbols_from_patch
 from selection.source_map import SourceMap
 
@@ -53,6 +54,10 @@ OP_STACK_PY = ("torch/_refs/", "torch/_decomp/", "torch/_prims/", "torch/_prims_
 OPINFO_PY = ("torch/testing/_internal/common_methods_invocations.py",
              "torch/testing/_internal/opinfo/definitions/")
 GENERATOR_PREFIXES = ("sample_inputs_", "reference_inputs_", "error_inputs_")
+NATIVE_PREFIX = "aten/src/ATen/"
+MODULES_PY = "torch/nn/modules/"
+FUNCTIONAL_PY = "torch/nn/functional.py"
+CPP_SUFFIXES = (".cpp", ".h", ".cc", ".hpp")
 #: File-stem key of the big shared kernel files whose names say nothing about their ops → op
 #: keys they implement.  Source: the layout of PyTorch's ``aten/src/ATen/native/`` (2.x); used
 #: only when no source tree was given to read the kernels from.
@@ -81,6 +86,12 @@ NATIVE_FAMILIES: dict[str, tuple[str, ...]] = {
                  "index_add"),
     "tensorfactories": ("arange", "full", "zeros", "ones", "empty", "linspace", "eye"),
     "sorting": ("sort", "topk", "kthvalue", "median"),
+    "tensoradvancedindexing": ("index", "index_put", "_index_put_impl_", "index_select", "index_add",
+                               "index_copy", "index_fill", "index_reduce", "gather", "scatter",
+                               "scatter_add", "scatter_reduce", "masked_fill", "masked_scatter",
+                               "masked_select", "take", "put", "nonzero", "count_nonzero"),
+    "tensortransformations": ("flip", "roll", "rot90", "fliplr", "flipud", "atleast_1d",
+                              "atleast_2d", "atleast_3d"),
 }
 
 
@@ -99,6 +110,19 @@ def aten_key(aten_op: str) -> str:
 def symbol_key(symbol: str) -> str:
     """Key of a changed top-level symbol: ``meta_addmm`` → ``addmm``; ``Cls.meth`` → ``cls``."""
     return _strip(symbol.split(".")[0])
+
+
+def method_keys(symbol: str) -> list[str]:
+    """Keys of a changed method ``Cls.meth`` (``Tensor.__rsub__`` → ``['rsub', 'sub']``: a
+    reflected operator implements its base op too); ``[]`` for a top-level symbol."""
+    if "." not in symbol:
+        return []
+    meth = symbol.rsplit(".", 1)[1]
+    key = _strip(meth)
+    keys = [key] if key else []
+    if meth.startswith("__r") and meth.endswith("__") and len(key) > 1:
+        keys.append(key[1:])
+    return keys
 
 
 def opinfo_key(name: str) -> str:
@@ -122,6 +146,9 @@ class Impact:
     opaque: bool = False
     why: Mapping[str, str] = field(default_factory=dict)  # OpInfo subject → its own reason
     definition: bool = False
+    canary: bool = False  # not attributable C++: the shared-machinery canaries, not the area
+    modules: frozenset[str] = frozenset()  # ModuleInfo names (``nn.Linear``) whose module changed
+    broad: bool = False  # a whole native file attributed by name or table (no patch, no checkout)
 
 
 @dataclass
@@ -137,14 +164,27 @@ class OpCatalog:
     opinfos: Mapping[str, str]
     generators: Mapping[str, frozenset[str]] = field(default_factory=dict)
     source_map: SourceMap | None = None
+    definitions: NativeDefinitions | None = None
+    modules: frozenset[str] = frozenset()  # ModuleInfo names in the universe
 
     def __post_init__(self) -> None:
+        sm = self.source_map
+        self.kernel_names = KernelNames(sm.kernels, sm.backward) if sm is not None else None
+        self._modkeys: dict[str, set[str]] = {}
+        for m in self.modules:
+            for k in functional_key(m.split(".")[-1]):
+                self._modkeys.setdefault(k.replace("_", ""), set()).add(m)
         self._aten: dict[str, set[str]] = {}
         for a in self.aten_ops:
             self._aten.setdefault(aten_key(a), set()).add(a)
         self._info: dict[str, set[str]] = {}
         for subject, name in self.opinfos.items():
             self._info.setdefault(opinfo_key(name), set()).add(subject)
+
+    def modules_by_key(self, key: str) -> set[str]:
+        """ModuleInfo names whose functional form has ``key`` (``layer_norm`` → ``nn.LayerNorm``;
+        underscores ignored: ``silu`` → ``nn.SiLU``)."""
+        return set(self._modkeys.get(key.replace("_", ""), ()))
 
     def aten_by_key(self, key: str) -> set[str]:
         """Aten ops whose key is ``key``."""
@@ -170,27 +210,43 @@ class OpCatalog:
             out |= self.aten_by_key(aten_key(op))
         return out
 
-    def native_ops(self, path: str) -> tuple[set[str], str]:
-        """(aten ops, how found) for a native source ``path``; see the module docstring."""
+    def variants(self, ops: Iterable[str]) -> set[str]:
+        """OpInfo subjects (every variant) whose name's key is an op's key: an impacted
+        ``aten::div`` selects ``div.no_rounding_mode``, ``div.trunc_rounding``, …"""
+        out: set[str] = set()
+        for op in ops:
+            out |= self.opinfo_by_key(aten_key(op))
+        return out
+
+    def native_ops(self, path: str, commit: str | None = None) -> tuple[set[str], str]:
+        """(aten ops, how found) for a native source ``path`` without a patch, by the first rule
+        that finds any: kernels the file defines at ``commit`` (upstream checkout), or in the
+        source tree; else the file-stem rule (``selection.native.stem_ops``); else the aten op
+        keys containing the stem's key."""
         sm = self.source_map
+        if commit is not None and self.definitions is not None and sm is not None:
+            defined = self.definitions.ops(commit, path, sm.kernels)
+            if defined:
+                return set(defined), f"kernels the file defines at {commit[:12]}"
         if sm is not None and path in sm.native_files:
             return set(sm.native_files[path]), "kernels defined in the file"
-        # cpu/SoftMaxKernel.cpp → softmax; ReduceOpsUtils.h → reduceops
-        key = re.sub(r"(kernels?|impl|utils?)$", "", _strip(PurePosixPath(path).stem))
-        found = set(self.aten_by_key(key)) | {a for a in self.aten_ops if key and key in aten_key(a)}
-        how = "file name"
-        if sm is not None and key:
-            kern = sm.kernels_matching(key)
-            if kern:
-                found |= kern
-                how = "file name ~ kernel names in native_functions.yaml"
-        if key in NATIVE_FAMILIES:  # the table knows these files better than their names do
+        if self.kernel_names is not None:
+            found, how = stem_ops(path, self.kernel_names, NATIVE_FAMILIES)
+            if found:
+                return found, how
+        key = re.sub(r"(kernels?|impl|utils?)$", "", _strip(PurePosixPath(path).stem).replace("_", ""))
+        found = {a for a in self.aten_ops if len(key) >= 3 and key in aten_key(a).replace("_", "")}
+        if key in NATIVE_FAMILIES:
             found |= {f"aten::{k}" for k in NATIVE_FAMILIES[key]}
-            how = "shared kernel file table"
-        return found, how
+            return found, "shared kernel file table"
+        return found, "file name ~ tested op names"
 
 
 def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
+    """Changed symbols of an op-stack Python file → ops and OpInfos (module docstring); in
+    ``torch/nn/functional.py`` also the modules whose functional form a symbol is (``layer_norm``
+    → ``nn.LayerNorm``)."""
+    modules: set[str] = set()
     aten: set[str] = set()
     infos: set[str] = set()
     reasons: list[str] = []
@@ -200,16 +256,21 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
         read = sm.symbol_ops(f.filename, sym) if sm is not None else []
         hits = catalog.indexed(read) | catalog.aten_by_key(key)
         named = catalog.opinfo_by_key(key)
-        if hits or named:
+        for mkey in method_keys(sym):  # ``Tensor.__rsub__`` → rsub, sub
+            hits |= catalog.aten_by_key(mkey)
+            named |= catalog.opinfo_by_key(mkey)
+        mods = catalog.modules_by_key(key) if f.filename == FUNCTIONAL_PY else set()
+        if hits or named or mods:
             aten |= hits
             infos |= named
-            target = ", ".join(sorted(hits) or sorted(named))
+            modules |= mods
+            target = ", ".join(sorted(hits) or sorted(named)) + (f"; modules {', '.join(sorted(mods))}" if mods else "")
             via = f" (registers {', '.join(read)})" if read else ""
             reasons.append(f"{f.filename}:{sym}{via} → {target}")
     # Symbols known but matching none of our ops: helpers or ops outside the specs; attributed
     # (to nothing).  Symbols unknown (not computed, unparsable file): not attributed.
     return Impact(f.filename, frozenset(aten), frozenset(infos), tuple(reasons),
-                  attributed=f.symbols is not None)
+                  attributed=f.symbols is not None, modules=frozenset(modules))
 
 
 def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
@@ -237,7 +298,7 @@ def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
                   attributed=f.symbols is not None, why=why, definition=True)
 
 
-def attribute(f: ChangedFile, catalog: OpCatalog) -> Impact:
+def attribute(f: ChangedFile, catalog: OpCatalog, commit: str | None = None) -> Impact:
     """The ``Impact`` of one changed file; see the module docstring for the rules.
 
     A Python file with a patch but no ``symbols`` gets its symbols from the patch's hunks.
@@ -264,14 +325,72 @@ def attribute(f: ChangedFile, catalog: OpCatalog) -> Impact:
         return _opinfo_impact(f, catalog)
     if name.startswith(OP_STACK_PY) and name.endswith((".py", ".pyi")):
         return _symbol_impact(f, catalog)
-    if name.startswith("aten/src/ATen/native/") and name.endswith((".cpp", ".h", ".cc")):
-        found, how = catalog.native_ops(name)
-        ops = found & catalog.aten_ops
-        reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}"
-        return Impact(name, frozenset(ops), reasons=(reason,) if found else (), attributed=bool(found))
+    if name.startswith(MODULES_PY) and name.endswith(".py") and name.count("/") == 3:
+        return _module_file_impact(f, catalog)
+    if name.startswith(NATIVE_PREFIX) and name.endswith(CPP_SUFFIXES):
+        return _native_impact(f, catalog, commit)
     return Impact(name, attributed=False)
 
 
-def attribute_all(files: Iterable[ChangedFile], catalog: OpCatalog) -> list[Impact]:
-    """``attribute`` for every file, in input order."""
-    return [attribute(f, catalog) for f in files]
+def functional_key(cls: str) -> list[str]:
+    """Keys of the functional form of module class ``cls``: ``LayerNorm`` → ``['layer_norm']``,
+    ``BatchNorm2d`` → ``['batch_norm2d', 'batch_norm']``, ``Conv2d`` → ``['conv2d', 'conv']``."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).lower()
+    keys = [snake.strip("_")]
+    bare = re.sub(r"_?\d+d$", "", keys[0])
+    return keys + ([bare] if bare != keys[0] else [])
+
+
+def _module_file_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
+    """``torch/nn/modules/<file>.py``: the ModuleInfos of the classes it defines (those its
+    symbols name, else all), plus the OpInfo tests of their functional forms."""
+    sm = catalog.source_map
+    classes = sm.module_classes.get(f.filename) if sm is not None else None
+    if not classes:
+        return Impact(f.filename, attributed=False)
+    touched = {sym.split(".")[0] for sym in f.symbols or ()} & set(classes)
+    picked = sorted(touched or classes)
+    modules = {f"nn.{c}" for c in picked} & catalog.modules
+    infos: set[str] = set()
+    for cls in picked:
+        for key in functional_key(cls):
+            hit = {s for s in catalog.opinfo_by_key(key) if catalog.opinfos[s].startswith("nn.functional.")}
+            if hit:
+                infos |= hit
+                break
+    which = "changed classes" if touched else "classes it defines"
+    reason = (f"{f.filename} ({which}: {', '.join(picked)}) → modules {', '.join(sorted(modules)) or 'none tested'}"
+              f"; functional {', '.join(sorted({catalog.opinfos[s] for s in infos})) or 'none'}")
+    return Impact(f.filename, opinfos=frozenset(infos), modules=frozenset(modules), reasons=(reason,),
+                  why={s: reason for s in infos})
+
+
+def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Impact:
+    """A C++ source of ATen: the kernels its patch touches (``selection.native``), else the
+    file's kernels (``OpCatalog.native_ops``); neither: not attributable → canaries."""
+    name = f.filename
+    found: set[str] = set()
+    how = ""
+    if f.patch and catalog.kernel_names is not None:
+        found, named = patch_ops(f.patch, catalog.kernel_names)
+        how = "patch: " + "; ".join(named[:6]) + (f" (+{len(named) - 6} more)" if len(named) > 6 else "")
+    broad = False
+    if not found:
+        found, how = catalog.native_ops(name, commit if f.status != "removed" else None)
+        broad = "defines" not in how  # kernels read from the source are not a guess
+        if f.patch:
+            how = f"patch names no kernel; {how}"
+    if not found:
+        return Impact(name, attributed=False, canary=True, reasons=(
+            f"{name}: not attributable to ops (no kernel in its patch or name); canaries",))
+    ops = catalog.indexed(found)
+    infos = catalog.variants(ops)
+    reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}"
+    return Impact(name, frozenset(ops), frozenset(infos), reasons=(reason,),
+                  why={s: reason for s in infos}, broad=broad)
+
+
+def attribute_all(files: Iterable[ChangedFile], catalog: OpCatalog, commit: str | None = None) -> list[Impact]:
+    """``attribute`` for every file, in input order; ``commit``: the change's head (for the
+    kernels a native file defines there)."""
+    return [attribute(f, catalog, commit) for f in files]

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from selection.heuristics import HEURISTICS, Heuristic
 from selection.stage import Candidate, SelectionState
+from selection.support import SupportAnswers
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,9 @@ class Classify:
 
     name = "classify"
 
-    def __init__(self, heuristics: Sequence[Heuristic] | None = None) -> None:
+    def __init__(self, heuristics: Sequence[Heuristic] | None = None, support: SupportAnswers | None = None) -> None:
         self.heuristics = list(HEURISTICS if heuristics is None else heuristics)
+        self.support = support  # cached Spyre support answers (``selection.support``); None: ask
 
     def count_in(self, state: SelectionState) -> int:
         return len(state.candidates)
@@ -88,6 +90,10 @@ class Classify:
     def run(self, state: SelectionState) -> SelectionState:
         """Called once per ChangeSet, after memory: every candidate gets its mode, score and
         reasons (``classify``); none is dropped (a ``skip`` stays listed with its reason)."""
-        dtypes = _supported_dtypes()
+        if self.support is not None:
+            dtypes = self.support.dtypes
+            state = replace(state, signals=replace(state.signals, support=self.support))
+        else:
+            dtypes = _supported_dtypes()
         out = tuple(self.classify(c, state, dtypes) for c in state.candidates)
         return replace(state, candidates=out)

@@ -4,8 +4,9 @@ Each OpInfo spec item is run once on its sample inputs under a dispatch mode tha
 schema name of every aten op reaching dispatch (``aten::_softmax``, …).  Inputs are moved to the
 device outside the mode, so the record holds the op's own aten calls, not data movement.  The
 index is cached as JSON per (torch version, device): a later build captures only new items.
-Items without a capture (ModuleInfo items, captures that failed) have no entry; the memory stage
-keeps them (fail soft).
+ModuleInfo items are captured forward and backward by ``selection.module_capture``.  Items
+without a capture (a module that cannot be built, an OpInfo missing from ``op_db``) have no
+entry; the memory stage keeps them (fail soft).
 """
 
 from __future__ import annotations
@@ -36,11 +37,22 @@ def _opinfo_table() -> dict[str, object]:
     return table
 
 
+def torch_version() -> str:
+    """The installed torch's version (``2.13.0+cpu``, as ``torch.__version__``) from its package
+    metadata: reading the caches must not import torch (seconds on a loaded machine)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:  # a source build without metadata
+        import torch
+
+        return torch.__version__
+
+
 def cached_generators(cache_dir: Path | None) -> dict[str, frozenset[str]]:
     """``opinfo_generators`` once per torch version, cached as ``opinfo_generators-<torch>.json``."""
-    import torch
-
-    path = Path(cache_dir) / f"opinfo_generators-{torch.__version__}.json" if cache_dir else None
+    path = Path(cache_dir) / f"opinfo_generators-{torch_version()}.json" if cache_dir else None
     if path is not None and path.exists():
         try:
             return {k: frozenset(v) for k, v in json.loads(path.read_text()).items()}
@@ -132,28 +144,31 @@ class TestOpIndex:
     def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> TestOpIndex:
         """Load the cached index for this torch and device, capture missing items, save.
 
-        ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  Items that are not
-        OpInfo items are skipped.  The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
+        ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  OpInfo items are
+        captured on ``device``, ModuleInfo items on the CPU (``selection.module_capture``).
+        The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
         """
-        import torch
-
-        if device == "spyre":
-            import spyre_backend  # noqa: F401  (registers the device)
         path = None
         entries: dict[str, list[str]] = {}
         if cache_dir is not None:
-            path = Path(cache_dir) / f"op_index-{torch.__version__}-{device}.json"
+            path = Path(cache_dir) / f"op_index-{torch_version()}-{device}.json"
             if path.exists():
                 try:
                     entries = json.loads(path.read_text())
                 except (OSError, ValueError) as exc:
                     log.warning("ignoring unreadable op index cache %s: %s", path, exc)
-        missing = [i for i in items if i.op is not None and i.id not in entries]
+        missing = [i for i in items if (i.op is not None or i.module is not None) and i.id not in entries]
         if missing:
+            if device == "spyre":
+                import spyre_backend  # noqa: F401  (registers the device; only to capture)
+            from selection.module_capture import capture_module_ops
+
             table = _opinfo_table()
             for n, item in enumerate(missing, 1):
-                if item.subject in table:
+                if item.op is not None and item.subject in table:
                     entries[item.id] = capture_ops(item, device)
+                elif item.module is not None and (ops := capture_module_ops(item.module)) is not None:
+                    entries[item.id] = sorted(set(ops) - DATA_MOVEMENT)
                 if path is not None and n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes
                     _save(path, entries)
             if path is not None:

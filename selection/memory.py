@@ -4,10 +4,14 @@ Uses the test → aten-op index (``selection.index``) and file/symbol attributio
 (``selection.attribution``).  A candidate survives when
 
 * its OpInfo entry or sample-input generator changed (changed test definition), or
-* it calls an aten op that a changed file implements, or
+* it calls an aten op that a changed file implements (for a whole native file attributed by
+  name only, whose ops most tests call: its ops' own OpInfos and the modules running them,
+  ``MAX_BROAD_SHARE``), or
 * it has no index entry (never captured: kept, fail soft), or
 * a changed source file in its area could not be attributed to ops (fail soft: "select more"), or
-* it is a canary for a test-machinery change in upgrade mode (``selection.upgrade``).
+* it is a canary (one test per op family, ``selection.canary``) for a change to shared machinery
+  or to a C++ file nothing attributes, or — in upgrade mode — for a test-machinery change
+  (``selection.upgrade``).
 
 Compiled binaries (``libtorch_cpu.so``) are opaque: noted, never widening, because a release
 diff changes every binary while its headers and Python symbols carry the attributable signal.
@@ -24,11 +28,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from selection.attribution import Impact, OpCatalog, attribute_all
+from selection.canary import family_canaries
 from selection.index import TestOpIndex
 from selection.scope import WIDEN, areas_of, item_area
 from selection.stage import Candidate, SelectionState, Signals
-from selection.upgrade import canaries
+from selection.upgrade import UPGRADE_MODE, canaries, is_machinery
 from test_specs.items import SpecItem
+
+#: A native file attributed by name alone (no patch) whose ops more than this share of the tests
+#: call selects only its ops' own OpInfos (and variants) and the modules running them: a change
+#: to ``BinaryOps.cpp`` does not run every test that adds two tensors somewhere.
+MAX_BROAD_SHARE = 0.10
 
 
 @dataclass
@@ -38,7 +48,9 @@ class _Hits:
     by_test: dict[str, list[str]] = field(default_factory=dict)
     by_subject: dict[str, list[str]] = field(default_factory=dict)
     fail_soft_areas: dict[str, str] = field(default_factory=dict)
+    canary_files: list[str] = field(default_factory=list)
     opaque: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 class Memory:
@@ -64,10 +76,12 @@ class Memory:
     def _prepare(self, items) -> None:
         by_subject: dict[str, list[str]] = {}
         for i in items:
-            if i.op is not None:
+            if i.op is not None or i.module is not None:
                 by_subject.setdefault(i.subject, []).append(i.id)
         self._by_subject = by_subject
         self._unindexed = {i.id for i in items if i.id not in self.index.entries}
+        self._module_ids = {i.id for i in items if i.module is not None}
+        self._size = len(items)
 
     def positions(self, candidates: tuple) -> dict[str, int]:
         """Test id → position in ``candidates`` (memoised per tuple; scope reuses its tuples)."""
@@ -84,7 +98,7 @@ class Memory:
     def impacts(self, state: SelectionState) -> list[Impact]:
         """The attribution of every changed file except deferred machinery (input order)."""
         files = [f for f in state.changeset.files if f.filename not in state.machinery]
-        return attribute_all(files, self.catalog)
+        return attribute_all(files, self.catalog, state.changeset.head)
 
     def run(self, state: SelectionState) -> SelectionState:
         """Called once per ChangeSet, after scope: the candidates the change's impacts reach,
@@ -92,7 +106,7 @@ class Memory:
         if self._by_subject is None:
             self._prepare([c.item for c in state.candidates])
         hits = self._hits(self.impacts(state))
-        notes: list[str] = []
+        notes: list[str] = list(hits.notes)
         if hits.opaque:
             notes.append(f"{hits.opaque} compiled binaries or their headers changed (opaque; not attributed)")
         present = {"modules" if c.item.module is not None else "ops" for c in state.candidates} \
@@ -101,11 +115,12 @@ class Memory:
         for area, path in sorted(areas.items()):
             what = "every" if area == WIDEN else f"all '{area}'"
             notes.append(f"{path}: not attributable to ops; keeping {what} tests (fail soft)")
-        canary: dict[str, str] = {}
-        if state.machinery:
-            why = f"upgrade: canary for test-machinery change ({', '.join(state.machinery)})"
-            canary = {c.item.id: why for c in canaries(state.candidates)}
-            notes.append(f"{len(canary)} canaries for {len(state.machinery)} machinery files")
+        canary = self._canaries(state, hits)
+        if canary:
+            files = len(state.machinery) + len(hits.canary_files)
+            notes.append(f"{len(canary)} canaries for {files} shared-machinery or not attributable files")
+        for path in hits.canary_files:
+            notes.append(f"{path}: not attributable to ops; canaries instead of all 'ops' tests")
         pool = state.candidates if areas else self._reached(state, hits, canary)
         kept, fail_soft = self._keep(state, pool, hits, canary, areas)
         signals = Signals(
@@ -127,14 +142,30 @@ class Memory:
             if imp.opaque:
                 hits.opaque += 1
                 continue
+            if imp.canary:
+                hits.canary_files.append(imp.filename)
+                continue
             if not imp.attributed:
                 hit = areas_of(imp.filename)
                 for area in (hit[0] if hit else ()):
                     hits.fail_soft_areas.setdefault(area, imp.filename)
                 continue
+            indirect_only = imp.broad and self._too_broad(imp)
+            if indirect_only:
+                hits.notes.append(
+                    f"{imp.filename}: its ops are called by more than {MAX_BROAD_SHARE:.0%} of the tests; "
+                    "without a patch only their own OpInfos and the modules that run them are selected "
+                    "(give the patch, or --upstream, to select by kernel)")
             for op in sorted(imp.aten_ops):
                 tests = self.index.by_op.get(op, ())
+                if indirect_only:
+                    tests = [t for t in tests if t in self._module_ids]
                 reason = f"{imp.filename} → {op} → {len(tests)} tests"
+                for t in tests:
+                    hits.by_test.setdefault(t, []).append(reason)
+            for module in sorted(imp.modules):
+                tests = self._by_subject.get(module, [])
+                reason = f"{imp.filename} → module {module} → {len(tests)} tests"
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(reason)
             for subject in sorted(imp.opinfos):
@@ -147,6 +178,33 @@ class Memory:
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(reason)
         return hits
+
+    def _canaries(self, state: SelectionState, hits: _Hits) -> dict[str, str]:
+        """Test id → reason for the canaries of shared machinery (``selection.canary``) and of
+        C++ files nothing attributes; in upgrade mode also ``selection.upgrade.canaries`` for
+        its test machinery."""
+        out: dict[str, str] = {}
+        files = list(state.machinery) + hits.canary_files
+        if not files:
+            return out
+        upgrade = [p for p in state.machinery if is_machinery(p)] if state.mode == UPGRADE_MODE else []
+        if upgrade:
+            why = f"upgrade: canary for test-machinery change ({', '.join(upgrade)})"
+            out = {c.item.id: why for c in canaries(state.candidates)}
+        more = f" (+{len(files) - 1} more)" if len(files) > 1 else ""
+        what = "shared machinery" if state.machinery else "not attributable"
+        for family, picked in family_canaries(state.candidates, state.universe).items():
+            why = f"canary ({family}) for {what}: {files[0]}{more}"
+            for c in picked:
+                out.setdefault(c.item.id, why)
+        return out
+
+    def _too_broad(self, imp: Impact) -> bool:
+        """Whether the tests calling ``imp``'s ops exceed ``MAX_BROAD_SHARE`` of the universe."""
+        reached: set[str] = set()
+        for op in imp.aten_ops:
+            reached |= self.index.by_op.get(op, set())
+        return len(reached) > MAX_BROAD_SHARE * max(self._size, 1)
 
     def _reached(self, state: SelectionState, hits: _Hits, canary: dict[str, str]) -> list[Candidate]:
         """Fast path (no fail-soft area): only the ids the impacts reach, canaries and never

@@ -33,7 +33,12 @@ class ChangedFile(BaseModel):
 
 
 class ChangeSet(BaseModel):
-    """An upstream change: the files between ``base`` and ``head`` (shas or versions)."""
+    """An upstream change: the files between ``base`` and ``head`` (shas or versions).
+
+    ``notes``: how the files were obtained when that bounds what selection can know (e.g. "the
+    compare API lists at most 300 files; patches read per commit"); selection repeats them in
+    its notes and in the scope reason of every selected test.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -43,6 +48,7 @@ class ChangeSet(BaseModel):
     title: str = ""
     labels: list[str] = Field(default_factory=list)
     files: list[ChangedFile] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
     @property
     def filenames(self) -> list[str]:

@@ -19,11 +19,13 @@ from selection.classify import Classify
 from selection.index import TestOpIndex, cached_generators
 from selection.memory import Memory
 from selection.models import ChangeSet, SelectedTest, Selection
+from selection.native import NativeDefinitions
 from selection.profile import BackendProfile, get_profile
 from selection.refine import Refine
 from selection.scope import Scope
 from selection.source_map import SourceMap, installed_root
 from selection.stage import Candidate, Executor, SelectionState, run_stage
+from selection.support import SupportAnswers
 from selection.upgrade import resolve_mode
 from test_specs.items import SpecItem
 from test_specs.results import TestResult
@@ -53,15 +55,17 @@ class Selector:
     index is captured (``"spyre"`` or ``"cpu"``).  ``cache_dir``: where the indexes are cached.
     ``source_root``: a PyTorch source tree (or site-packages) for the source map; default the
     installed torch.  ``index``/``generators``/``source_map``: prebuilt parts (benchmarks, tests);
-    ``source_map=False`` disables it.  Building captures every uncached OpInfo item once (about
-    5 ms per item) and reads the source map once per version (about 3 s).
+    ``source_map=False`` disables it.  ``definitions``: which kernels native files define at a
+    commit of an upstream checkout (``selection.native.NativeDefinitions``).  Building captures
+    every uncached OpInfo item once (about 5 ms per item) and reads the source map once per version (about 3 s).
     """
 
     def __init__(self, items: Sequence[SpecItem], *, profile: BackendProfile | str = "spyre-sim",
                  index_device: str = "spyre", cache_dir: Path | None = None,
                  source_root: Path | None = None, index: TestOpIndex | None = None,
                  generators: dict[str, frozenset[str]] | None = None,
-                 source_map: SourceMap | None | bool = None) -> None:
+                 source_map: SourceMap | None | bool = None,
+                 definitions: NativeDefinitions | None = None) -> None:
         self.items = list(items)
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.index = index or TestOpIndex.build(self.items, device=index_device, cache_dir=cache_dir)
@@ -72,8 +76,10 @@ class Selector:
             source_map = load_source_map(source_root, cache_dir)
         self.catalog = OpCatalog(aten_ops=self.index.aten_ops, opinfos=opinfos,
                                  generators={k: frozenset(v) for k, v in gens.items() if v},
-                                 source_map=source_map or None)
-        self.stages = [Scope(self.profile), Memory(self.index, self.catalog, self.items), Classify()]
+                                 source_map=source_map or None, definitions=definitions,
+                                 modules=frozenset(i.module for i in self.items if i.module))
+        support = SupportAnswers.load(self.index.aten_ops, {i.dtype for i in self.items}, cache_dir)
+        self.stages = [Scope(self.profile), Memory(self.index, self.catalog, self.items), Classify(support=support)]
         self._candidates = tuple(Candidate(item=i, mode=i.mode) for i in self.items)
         scope, memory = self.stages[0], self.stages[1]
         for ops, modules in ((True, False), (True, True)):  # warm: the usual area sets

@@ -3,10 +3,10 @@
 Each changed path is mapped to areas by the first matching rule in ``RULES`` (globs over
 repository paths, which are also wheel paths for everything under ``torch/``).  Paths that
 change no runtime behaviour (docs, CI config, other devices' code) map to no area.  Changes to
-the test machinery every reused test goes through (OpInfo core, ``make_tensor``,
-``assert_close``) *widen* scope to every area the backend wants, because they can change any
-test's inputs or expectations — in PR mode; upgrade mode records them as ``state.machinery`` and
-memory selects canaries instead (``selection.upgrade`` explains why).  The rest of
+shared machinery (``selection.canary.SHARED_MACHINERY``: type promotion, TensorIterator, dispatch
+stubs, ``c10/core``, the OpInfo core, ``make_tensor``, ``assert_close``) are recorded as
+``state.machinery`` and memory selects a canary cross-section for them (one test per op family;
+``selection.canary``), in PR and upgrade mode alike.  The rest of
 ``torch/testing/_internal`` (``common_utils``, ``common_device_type``, …) is the ``testing``
 area, which only upstream test files use.
 
@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, replace
 from fnmatch import translate
 
+from selection.canary import is_shared_machinery
 from selection.profile import BackendProfile
 from selection.stage import Candidate, SelectionState
 from selection.upgrade import UPGRADE_MODE, is_machinery
@@ -70,7 +71,7 @@ RULES: tuple[PathRule, ...] = (
     PathRule("torch/xpu/*", ("xpu",), "XPU runtime"),
     PathRule("torch/utils/backend_registration.py", ("device",), "PrivateUse1 registration"),
     PathRule("*PrivateUse1*", ("device",), "PrivateUse1 hooks"),
-    PathRule("torch/nn/modules/*", ("modules",), "nn modules"),
+    PathRule("torch/nn/modules/*", ("modules", "ops"), "nn modules (and their functional ops)"),
     PathRule("torch/nn/functional.py", ("ops", "modules"), "nn.functional"),
     PathRule("torch/nn/*", ("modules",), "nn"),
     PathRule("torch/_refs/*", ("ops",), "Python references"),
@@ -81,11 +82,11 @@ RULES: tuple[PathRule, ...] = (
     PathRule("torch/functional.py", ("ops",), "torch functions"),
     PathRule("torch/_torch_docs.py", (), "documentation"),
     PathRule("torch/_tensor_docs.py", (), "documentation"),
-    PathRule("aten/src/ATen/native/native_functions.yaml", ("ops",), "op schemas"),
-    PathRule("aten/src/ATen/native/*", ("ops",), "native kernels"),
-    PathRule("torch/include/ATen/ops/*", ("ops",), "per-op ATen headers"),
+    PathRule("aten/src/ATen/native/native_functions.yaml", ("ops", "modules"), "op schemas"),
+    PathRule("aten/src/ATen/native/*", ("ops", "modules"), "native kernels"),
+    PathRule("torch/include/ATen/ops/*", ("ops", "modules"), "per-op ATen headers"),
     PathRule("torch/include/*", ("ops",), "C++ headers of the compiled library"),
-    PathRule("aten/*", ("ops",), "ATen"),
+    PathRule("aten/*", ("ops", "modules"), "ATen"),
     PathRule("c10/*", ("ops",), "c10 core"),
     PathRule("torch/lib/libtorch_cpu*", ("ops",), "CPU kernels (binary)"),
     PathRule("torch/csrc/*", ("ops",), "C++ frontend"),
@@ -145,33 +146,37 @@ class Scope:
         machinery: list[str] = []
         unmatched = 0
         for path in state.changeset.filenames:
+            if is_shared_machinery(path) or (state.mode == UPGRADE_MODE and is_machinery(path)):
+                machinery.append(path)
+                notes.append(f"{path}: shared machinery under every op; selecting canaries "
+                             "(one test per op family) instead of widening")
+                continue
             hit = areas_of(path)
             if hit is None:
                 unmatched += 1
                 continue
             areas, why = hit
-            if state.mode == UPGRADE_MODE and is_machinery(path):
-                machinery.append(path)
-                notes.append(f"{path}: {why}; upgrade mode selects canaries instead of widening")
-                continue
             if WIDEN in areas:
                 areas = tuple(sorted(self.profile.areas - self.profile.excluded))
                 notes.append(f"{path}: {why} widens scope to {', '.join(areas)}")
             for area in areas:
                 if self.profile.wants(area):
                     touched.setdefault(area, []).append(path)
-        if machinery and self.profile.wants("ops"):
-            touched.setdefault("ops", [])  # canaries are op items; memory picks them
-            touched.setdefault("modules", [])
+        if machinery:  # canaries are op and module items; memory picks them
+            for area in ("ops", "modules"):
+                if self.profile.wants(area):
+                    touched.setdefault(area, [])
         if unmatched:
             notes.append(f"{unmatched} changed files match no scope rule (select nothing)")
         reasons = {}
+        source = f" [{'; '.join(state.changeset.notes)}]" if state.changeset.notes else ""
         for area, paths in touched.items():
             if paths:
                 more = f" (+{len(paths) - 1} more)" if len(paths) > 1 else ""
-                reasons[area] = f"scope: {area} touched by {paths[0]}{more}"
+                reasons[area] = f"scope: {area} touched by {paths[0]}{more}{source}"
             else:
-                reasons[area] = f"scope: {area} reached by test machinery ({machinery[0]})"
+                reasons[area] = f"scope: {area} reached by test machinery ({machinery[0]}){source}"
+        notes = list(state.changeset.notes) + notes
         kept = self.kept_for(tuple(state.candidates), "ops" in touched, "modules" in touched)
         return replace(state, candidates=kept, notes=state.notes + tuple(notes),
                        scope_reasons=reasons, machinery=tuple(machinery))

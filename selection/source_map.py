@@ -22,8 +22,15 @@ installed wheel (its ``site-packages``), and cached as JSON like the test → op
   their ops.  A wheel has no native sources; attribution then falls back to file-stem matching
   against kernel names (``SoftMax.cpp`` → kernels containing ``softmax`` → ``aten::_softmax``).
 
+* ``torch/nn/modules/<file>.py``: by AST, the classes each file defines (``linear.py`` →
+  ``Linear``, ``Bilinear``, …), for the ModuleInfo items a module-file change selects.
+* ``derivatives.yaml`` (``tools/autograd/`` in a tree, ``torchgen/packaged/autograd/`` in a
+  wheel): backward op → the forward ops whose derivative formulas call it (``parse_derivatives``).
+
 Shapes: ``symbols[path][symbol] = [aten ops]``, ``native_files[path] = [aten ops]``,
-``kernels[kernel] = [aten ops]``; aten ops are schema names without overload (``aten::_softmax``).
+``kernels[kernel] = [aten ops]``, ``backward[backward op] = [forward ops]``,
+``module_classes[path] = [class names]``; aten ops are
+schema names without overload (``aten::_softmax``).
 A module that does not parse is skipped with a warning (its symbols fall back to name matching).
 """
 
@@ -41,8 +48,12 @@ log = logging.getLogger(__name__)
 
 YAML_PATHS = ("aten/src/ATen/native/native_functions.yaml",
               "torchgen/packaged/ATen/native/native_functions.yaml")
+DERIVATIVES_PATHS = ("tools/autograd/derivatives.yaml", "torchgen/packaged/autograd/derivatives.yaml")
+#: bumped when the cached shape changes (an older cache is then rebuilt, not misread)
+CACHE_FORMAT = 3
 DECORATED_PY = ("torch/_refs", "torch/_decomp", "torch/_meta_registrations.py", "torch/_prims")
 CALLING_PY = ("torch/nn/functional.py", "torch/functional.py")
+MODULES_PY = "torch/nn/modules"
 REGISTER_DECORATORS = {"register_decomposition", "register_meta", "register_op_impl",
                        "_register_jit_decomposition_for_jvp", "register_lowering"}
 CALL_ROOTS = {"torch", "_VF", "_nn", "input", "self", "a", "tensor", "_C"}
@@ -97,7 +108,7 @@ def parse_native_functions(text: str, tags_yaml: Path | None = None, *,
             for by_op in backends.values():
                 for meta in by_op.values():
                     kernels.setdefault(meta.kernel, set()).add(op)
-        if fn.structured and "dispatch" not in entry:  # implicit kernel: ``add.out`` → ``add_out``
+        if fn.structured:  # ``TORCH_IMPL_FUNC(add_out)`` of ``add.out``, dispatch block or not
             overload = fn.func.name.overload_name
             kernels.setdefault(f"{name}_{overload}" if overload else name, set()).add(op)
     if rejected:
@@ -109,6 +120,36 @@ def parse_native_functions(text: str, tags_yaml: Path | None = None, *,
             if f"aten::{target}" in ops:
                 ops.add(f"aten::{op}")
     return {k: sorted(v) for k, v in kernels.items()}
+
+
+FORMULA_CALL = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\s*\(")
+
+
+def parse_derivatives(text: str, known: set[str], *, path: str = "derivatives.yaml") -> dict[str, list[str]]:
+    """Backward op → forward ops (sorted) from the text of ``derivatives.yaml``: every call in an
+    entry's formulas that names a known aten op with ``backward`` in its name (``_symint`` suffix
+    dropped; the ``sum``/``mul`` a formula also uses are not backward kernels) is a backward of the
+    entry's op (``_softmax``: ``self: _softmax_backward_data(...)`` → ``aten::_softmax_backward_data``
+    → ``[aten::_softmax]``).  Raises ``ValueError`` when the text is not YAML."""
+    import yaml
+
+    try:
+        entries = yaml.safe_load(text) or []
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not YAML: {exc}") from exc
+    out: dict[str, set[str]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        fwd = f"aten::{entry['name'].split('(')[0].split('.')[0]}"
+        for key, formula in entry.items():
+            if key in ("name", "dispatch") or not isinstance(formula, str):
+                continue
+            for m in FORMULA_CALL.finditer(formula):
+                op = f"aten::{m.group('name').removesuffix('_symint')}"
+                if "backward" in op and op in known and op != fwd:
+                    out.setdefault(op, set()).add(fwd)
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def _aten_chain(node: ast.AST) -> str | None:
@@ -181,6 +222,23 @@ def called_ops(tree: ast.Module, known: set[str]) -> dict[str, list[str]]:
     return out
 
 
+def module_classes(root: Path) -> dict[str, list[str]]:
+    """``torch/nn/modules/<file>.py`` → the classes it defines at top level (by AST), sorted;
+    a file that does not parse is skipped with a warning."""
+    out: dict[str, list[str]] = {}
+    for path in sorted((root / MODULES_PY).glob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError) as exc:
+            log.warning("source map: skipping %s: %s", rel, exc)
+            continue
+        names = sorted(n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_"))
+        if names:
+            out[rel] = names
+    return out
+
+
 def native_file_ops(text: str, kernels: dict[str, list[str]]) -> list[str]:
     """Aten ops whose kernels a native C++ source *defines* (see the module docstring)."""
     ops: set[str] = set()
@@ -200,6 +258,8 @@ class SourceMap:
     kernels: dict[str, list[str]] = field(default_factory=dict)
     symbols: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     native_files: dict[str, list[str]] = field(default_factory=dict)
+    backward: dict[str, list[str]] = field(default_factory=dict)
+    module_classes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ops(self) -> set[str]:
@@ -229,6 +289,9 @@ class SourceMap:
         sm = cls(kernels=parse_native_functions(yaml_path.read_text(encoding="utf-8"),
                                                 tags if tags.is_file() else None, path=str(yaml_path)))
         known = sm.ops
+        deriv = next((root / p for p in DERIVATIVES_PATHS if (root / p).is_file()), None)
+        if deriv is not None:
+            sm.backward = parse_derivatives(deriv.read_text(encoding="utf-8"), known, path=str(deriv))
         for prefix in DECORATED_PY + CALLING_PY:
             base = root / prefix
             files = [base] if base.is_file() else sorted(base.rglob("*.py")) if base.is_dir() else []
@@ -242,6 +305,7 @@ class SourceMap:
                 found = called_ops(tree, known) if prefix in CALLING_PY else decorated_ops(tree)
                 if found:
                     sm.symbols[rel] = found
+        sm.module_classes = module_classes(root)
         native = root / "aten/src/ATen/native"
         if native.is_dir():
             for path in sorted(native.rglob("*.cpp")):
@@ -252,11 +316,11 @@ class SourceMap:
 
     @classmethod
     def build(cls, root: Path, *, version: str, cache_dir: Path | None) -> SourceMap:
-        """``from_root`` once per (version, root), cached as ``source_map-<version>-<hash>.json``."""
+        """``from_root`` once per (version, root), cached as ``source_map-v<CACHE_FORMAT>-<version>-<hash>.json``."""
         path = None
         if cache_dir is not None:
             tag = hashlib.sha1(str(Path(root).resolve()).encode()).hexdigest()[:8]
-            path = Path(cache_dir) / f"source_map-{version}-{tag}.json"
+            path = Path(cache_dir) / f"source_map-v{CACHE_FORMAT}-{version}-{tag}.json"
             if path.exists():
                 try:
                     return cls(**json.loads(path.read_text()))
@@ -267,15 +331,20 @@ class SourceMap:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"kernels": sm.kernels, "symbols": sm.symbols,
-                                       "native_files": sm.native_files}, sort_keys=True))
+                                       "native_files": sm.native_files, "backward": sm.backward,
+                                       "module_classes": sm.module_classes},
+                                      sort_keys=True))
             tmp.replace(path)
         return sm
 
 
 def installed_root() -> tuple[Path, str] | None:
     """(site-packages root, version) of the installed torch, or ``None`` if torch is absent."""
-    try:
-        import torch
-    except ImportError:
+    from importlib.util import find_spec
+
+    from selection.index import torch_version
+
+    spec = find_spec("torch")  # located, not imported (importing torch takes seconds)
+    if spec is None or spec.origin is None:
         return None
-    return Path(torch.__file__).resolve().parent.parent, torch.__version__
+    return Path(spec.origin).resolve().parent.parent, torch_version()

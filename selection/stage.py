@@ -52,6 +52,9 @@ class Signals:
     fail_soft: frozenset[str] = frozenset()
     test_ops: dict[str, list[str]] = field(default_factory=dict)
     canaries: dict[str, str] = field(default_factory=dict)
+    #: Spyre op support answers (``selection.support.SupportAnswers``), set by classify; ``None``:
+    #: heuristics ask ``spyre_backend.support`` themselves
+    support: object | None = None
 
 
 @dataclass(frozen=True)

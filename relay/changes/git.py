@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Literal, overload
 
-__all__ = ["git_run", "git_output"]
+__all__ = ["git_run", "git_output", "file_reader"]
 
 
 def git_run(checkout: str | Path, *args: str, error: type[Exception], label: str,
@@ -46,3 +46,18 @@ def git_output(checkout: str | Path, *args: str, error: type[Exception], label: 
         lines = stderr.strip().splitlines()
         raise error(f"{label}: git {args[0]} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
     return proc.stdout
+
+
+def file_reader(checkout: str | Path):
+    """``read(commit, path)`` → the text of ``path`` at ``commit`` in ``checkout`` (``git show``),
+    or ``None`` when the commit or path does not exist there or git cannot run — the shape
+    ``selection.native.SourceReader`` asks for (kernels a native file defines at a commit)."""
+
+    def read(commit: str, path: str) -> str | None:
+        try:
+            proc = git_run(checkout, "show", f"{commit}:{path}", error=OSError, label=str(checkout))
+        except OSError:
+            return None
+        return proc.stdout if proc.returncode == 0 else None
+
+    return read

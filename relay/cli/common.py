@@ -4,6 +4,7 @@ one way bad input ends (``fail``: a one-line message, exit code 2, never a trace
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -71,14 +72,38 @@ def spec_files_or_fail(spec: list[Path] | None) -> list[Path] | None:
     return None
 
 
+#: ``A..B`` of two shas: without a checkout, read from GitHub's compare API
+SHA_RANGE = re.compile(r"[0-9a-fA-F]{7,40}\.\.[0-9a-fA-F]{7,40}")
+
+
+def _github_range(ref: str):
+    """The ChangeSet of the sha range ``ref`` of ``RELAY_UPSTREAM_REPO`` from GitHub's compare
+    API with patches (``relay.github.compare``); a GitHub failure ends the command."""
+    from relay.errors import GitHubAPIError
+    from relay.github.client import GitHubClient
+    from relay.github.compare import changeset_from_compare
+
+    settings = settings_or_fail()
+    base, _, head = ref.partition("..")
+    try:
+        with GitHubClient.from_settings(settings) as github:
+            return changeset_from_compare(github, settings.upstream_repo, base, head)
+    except GitHubAPIError as exc:
+        fail(f"{ref}: not a file, and GitHub's compare API could not read it ({exc}); "
+             "add --upstream PATH to read it from a PyTorch checkout")
+
+
 def read_change_or_fail(ref: str):
     """The change in the file ``ref`` — a ChangeSet, PR-files JSON or unified diff, told apart
-    by content (``relay.changes.inputs.read_change``); a missing or unreadable file ends the
-    command with its message and a hint (``--upstream`` for a commit, ``relay changes``)."""
+    by content (``relay.changes.inputs.read_change``), or a sha range ``A..B`` read from GitHub
+    (no checkout needed); a missing or unreadable file ends the command with its message and a
+    hint (``--upstream`` for a commit, ``relay changes``)."""
     from relay.changes.inputs import read_change, revision_hint
     from relay.errors import InputError
 
     if ref != "-" and not Path(ref).exists():
+        if SHA_RANGE.fullmatch(ref.strip()):
+            return _github_range(ref.strip())
         fail(revision_hint(ref))
     try:
         return read_change(ref)

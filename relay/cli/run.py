@@ -62,7 +62,8 @@ def select(
         "--to", help="New version: wheel, tree or REPO@REV (upgrade mode).")] = None,
     upstream: Annotated[Path | None, typer.Option(
         "--upstream", exists=True, file_okay=False,
-        help="A PyTorch checkout REF's commit or range is read from.")] = None,
+        help="A PyTorch checkout REF's commit or range is read from, and the kernels a changed native "
+        "file defines (default RELAY_UPSTREAM_CHECKOUT).")] = None,
     upgrade: Annotated[bool | None, typer.Option(
         "--upgrade/--pr", help="Selection mode (default: upgrade when base/head are versions).")] = None,
     budget_minutes: Annotated[float | None, typer.Option(
@@ -78,9 +79,9 @@ def select(
     from rich.markup import escape
 
     from relay.cli.render import BarProgress, stage_table
+    from relay.errors import SpecsInvalid
     from relay.pipeline.indexing import build_selector
     from relay.pipeline.specs import default_specs, load_items
-    from relay.store.durations import durations_from_db
     from selection.pipeline import to_selection
 
     cs = _select_change(ref, diff, files, changes, src_from, src_to, upstream)
@@ -90,16 +91,24 @@ def select(
     else:
         mode = "upgrade" if upgrade else "pr"
     settings = settings_or_fail()
-    items = load_items(spec_files_or_fail(spec) or default_specs())
+    try:
+        items = load_items(spec_files_or_fail(spec) or default_specs(), cache_dir=settings.state_dir / "index")
+    except SpecsInvalid as exc:
+        fail(str(exc))
     progress = BarProgress(err)
     try:
         selector = build_selector(items, profile=backend, cache_dir=settings.state_dir / "index",
-                                  progress=progress, source_root=source_root)
+                                  progress=progress, source_root=source_root,
+                                  upstream_checkout=upstream or settings.upstream_checkout)
     except KeyError as exc:
         fail(str(exc.args[0]))
     finally:
         progress.close()
-    durations = durations_from_db(settings.database_url) if budget_minutes is not None else None
+    durations = None
+    if budget_minutes is not None:
+        from relay.store.durations import durations_from_db  # SQLAlchemy: seconds; only for a budget
+
+        durations = durations_from_db(settings.database_url)
     state = selector.select_state(cs, mode=mode, budget_minutes=budget_minutes, durations=durations)
     selection = to_selection(state)
     if json_out:

@@ -20,8 +20,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from relay.changes.git import file_reader
 from relay.pipeline.ports import Progress
 from selection.index import TestOpIndex
+from selection.native import NativeDefinitions
 from selection.pipeline import Selector
 from test_specs.items import SpecItem
 
@@ -48,7 +50,7 @@ def capture_index(items: Sequence[SpecItem], *, device: str, cache_dir: Path | N
     if cache_dir is None:
         return TestOpIndex.build(items, device=device, cache_dir=None)
     index = TestOpIndex.build([], device=device, cache_dir=cache_dir)  # the cache, nothing captured
-    missing = [i for i in items if i.op is not None and i.id not in index.entries]
+    missing = [i for i in items if (i.op is not None or i.module is not None) and i.id not in index.entries]
     if not missing:
         return index
     done = 0
@@ -62,10 +64,16 @@ def capture_index(items: Sequence[SpecItem], *, device: str, cache_dir: Path | N
 
 def build_selector(items: Sequence[SpecItem], *, profile: str, device: str = "spyre",
                    cache_dir: Path | None, progress: Progress,
-                   source_root: Path | None = None) -> Selector:
-    """A ``Selector`` over ``items`` (stages 1–3), its index captured by ``capture_index``.
+                   source_root: Path | None = None, upstream_checkout: Path | None = None) -> Selector:
+    """A ``Selector`` over ``items`` (stages 1–3), its index captured by ``capture_index``;
+    with ``upstream_checkout`` (a PyTorch git checkout) native files without a patch are
+    attributed to the kernels they define at the change's head (read with ``git show``,
+    cached per commit in ``cache_dir``).
     Raises ``KeyError`` for an unknown backend ``profile`` (``selection.profile``)."""
+    definitions = None
+    if upstream_checkout is not None:
+        definitions = NativeDefinitions(file_reader(upstream_checkout), cache_dir)
     with INDEX_LOCK:
         index = capture_index(items, device=device, cache_dir=cache_dir, progress=progress)
         return Selector(items, profile=profile, index_device=device, cache_dir=cache_dir,
-                        source_root=source_root, index=index)
+                        source_root=source_root, index=index, definitions=definitions)

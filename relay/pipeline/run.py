@@ -65,10 +65,11 @@ def plan_run(request: RunRequest, config: RunConfig, ports: Ports) -> RunPlan:
     progress = ports.progress
     started = datetime.now(UTC)
     progress.phase("expanding specs")
-    items = load_items(config.spec_paths, config.upstream)
+    items = load_items(config.spec_paths, config.upstream, cache_dir=config.state_dir / "index")
     progress.phase("building indexes")
     selector = build_selector(items, profile=config.backend, device=config.device,
-                              cache_dir=config.state_dir / "index", progress=progress)
+                              cache_dir=config.state_dir / "index", progress=progress,
+                              upstream_checkout=config.upstream)
     progress.phase("selecting")
     durations = ports.store.durations() if request.budget_minutes is not None else None
     state = selector.select_state(request.changeset, budget_minutes=request.budget_minutes,

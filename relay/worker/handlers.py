@@ -4,7 +4,10 @@
 * ``pull_request`` (actions opened/reopened/synchronize): the PR's files from the PR files API
   (``RELAY_GITHUB_API_URL``), ``ref`` = ``refs/pull/<n>/head``;
 * ``push``: the files from the payload's ``commits[]`` lists (branch creations and deletions
-  skipped), ``ref`` = the pushed ref; the commits are kept for culprit bisection;
+  skipped), then their patches from GitHub's compare API (``relay.github.compare``: per commit
+  past its 300-file cap; file names only, with a note, when GitHub fails), so a push selects
+  what the same change as a PR selects; ``ref`` = the pushed ref; the commits are kept for
+  culprit bisection;
 * anything else: nothing to run (``None``).
 
 With ``RELAY_COMMIT_ENV`` set (``relay.envs.commits``) both become regression runs: head
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from relay.domain.delivery import Delivery
 from relay.envs.commits import CommitEnvResolver, resolver_for
 from relay.github.client import GitHubClient
+from relay.github.compare import with_patches
 from relay.github.webhooks import PR_RUN_ACTIONS, PullRequestEvent, PushEvent, push_changeset
 from relay.logs import delivery_log
 from relay.pipeline.request import RunRequest
@@ -93,7 +97,9 @@ def on_push(delivery: Delivery, settings: Settings) -> RunRequest | None:
     resolver = resolver_for(settings.commit_env)
     commits = (push_commits(event, settings, forced=bool(delivery.payload.get("forced")))
                if resolver is not None else None)
-    return _request(push_changeset(event), delivery, resolver, ref=event.ref, commits=commits)
+    with GitHubClient.from_settings(settings) as github:
+        changeset = with_patches(push_changeset(event), github)
+    return _request(changeset, delivery, resolver, ref=event.ref, commits=commits)
 
 
 HANDLERS: dict[str, Handler] = {"pull_request": on_pull_request, "push": on_push}

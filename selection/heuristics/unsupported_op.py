@@ -1,6 +1,7 @@
 """A test that calls an aten op the device has no kernel for is predicted to fail.
 
-Reads the Spyre support table (``spyre_backend.support``); the prediction is a score, not a
+Reads the Spyre support table (``spyre_backend.support``, or its cached answers in
+``Signals.support``: ``selection.support``); the prediction is a score, not a
 mode: the classifier turns it into ``xfail`` only when the spec did not decide already.
 """
 
@@ -20,7 +21,11 @@ class UnsupportedOp(Heuristic):
         self._memo: dict[tuple[str, str], str | None] = {}  # (aten op, dtype) → reason
 
     def score(self, candidate: Candidate, signals: Signals) -> tuple[float, str] | None:
-        from spyre_backend.support import unsupported_reason
+        support = signals.support
+        if support is not None:
+            unsupported_reason = support.unsupported_reason
+        else:
+            from spyre_backend.support import unsupported_reason
 
         dtype = candidate.item.dtype
         for op in signals.test_ops.get(candidate.item.id, ()):

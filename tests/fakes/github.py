@@ -46,6 +46,10 @@ class FakeGitHub(HookDeliveries, CrcrRoutes):
     #: commit shas (oldest first) of ``(repo, base, head)`` listed by the compare API, paged
     #: like GitHub (``per_page`` ≤ 100, default 250 commits unpaged) with ``total_commits``
     compare_commits: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    #: files (with ``patch``) of ``(repo, sha)`` for ``GET /repos/{o}/{r}/commits/{sha}``
+    #: (served by ``github_crcr``'s commit route), paged like GitHub: 300 files a page,
+    #: ``Link`` rel="next", at most 3,000
+    commit_files: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     fail_with: list[int] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     #: ``(repo, {"event_type", "client_payload"})`` per accepted dispatch (204)

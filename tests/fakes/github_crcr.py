@@ -70,6 +70,15 @@ class CrcrRoutes:
             self.commit_lookups.append(sha)
             if self.commit_fail:
                 return JSONResponse({"message": "fake"}, status_code=self.commit_fail.pop(0))
+            files = getattr(self, "commit_files", {}).get((f"{owner}/{name}", sha))
+            if files is not None:  # a commit with its files (``FakeGitHub.commit_files``)
+                files = files[:3000]
+                page = max(int(request.query_params.get("page", 1)), 1)
+                headers = {}
+                if page * 300 < len(files):
+                    headers["Link"] = f'<{request.url.include_query_params(page=page + 1)}>; rel="next"'
+                return JSONResponse({"sha": sha, "files": files[(page - 1) * 300: page * 300]},
+                                    headers=headers)
             if not _SHA.fullmatch(sha):
                 return JSONResponse({"message": "No commit found for SHA"}, status_code=422)
             if sha in self.commits.get(f"{owner}/{name}", set()):

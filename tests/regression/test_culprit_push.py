@@ -118,7 +118,10 @@ def test_push_of_16_commits_is_bisected_to_the_culprit(tmp_path: Path, live_serv
     workflow = bodies[0]["relay"]  # our extras, outside the CRCR payload (issue 15)
     assert workflow["culprit"]["commit"] == up.commits[BAD]
     assert workflow["new_tests"] == [SOFTMAX_TEST] and workflow["verdicts"]["NEW"] == 1
-    assert not [s for s in github.seen if "/compare/" in s.path]  # 16 < 20: the payload's list
+    # 16 < 20: the commits are the payload's list (no paged compare); the one unpaged compare is
+    # the push's patches (issue 13: a push selects what the same PR selects)
+    compares = [s for s in github.seen if "/compare/" in s.path]
+    assert [s.query for s in compares] == [{}]
     print(f"push of 16 commits: culprit in {culprit['rounds']} rounds, {elapsed:.1f} s end to end")
 
 

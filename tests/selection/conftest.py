@@ -27,8 +27,9 @@ def universe() -> list[SpecItem]:
 @pytest.fixture
 def index(universe) -> TestOpIndex:
     ops = {"softmax": ["aten::_softmax"], "add": ["aten::add"], "mul": ["aten::mul"],
-           "matmul": ["aten::mm", "aten::view"], "index_put": ["aten::index_put"]}
-    return TestOpIndex({i.id: ops[i.op] for i in universe if i.op})
+           "matmul": ["aten::mm", "aten::view"], "index_put": ["aten::index_put"],
+           "nn.Linear": ["aten::addmm", "aten::mm", "aten::t"]}  # a module: forward and backward
+    return TestOpIndex({i.id: ops[i.subject] for i in universe})
 
 
 @pytest.fixture

@@ -81,7 +81,9 @@ def test_select_cli_diff_files_json_and_budget(tmp_path: Path) -> None:
     sel = Selection.model_validate_json(out.stdout)  # design §4, invariants checked
     assert sel.universe >= 3  # 3 ops x the dtypes op_db lists (unsupported ones skip)
     assert {t.op for t in sel.selected} == {"softmax"}
-    assert [t.id for t in sel.to_run] == ["mini::TestCommon::test_compare_cpu[softmax-float16]"]
+    assert [t.id for t in sel.to_run] == [  # the impacted op's OpInfo variants too (issue 13)
+        "mini::TestCommon::test_compare_cpu[softmax-float16]",
+        "mini::TestCommon::test_compare_cpu[softmax.with_dtype-float16]"]
     assert all(t.reasons for t in sel.selected)
     assert any("aten::_softmax" in r for r in sel.selected[0].reasons)
     assert [s.name for s in sel.stages] == ["scope", "memory", "classify"]

@@ -40,10 +40,10 @@ def test_scope_ops_change_keeps_op_items_only(universe):
     assert all(c.item.op for c in st.candidates) and len(st.candidates) == len(universe) - 1
 
 
-def test_scope_shared_test_machinery_widens(universe):
+def test_scope_shared_test_machinery_defers_to_canaries(universe):
     st = Scope(SPYRE_SIM).run(state_for(universe, ChangedFile(filename="torch/testing/_creation.py")))
-    assert len(st.candidates) == len(universe)
-    assert any("widens" in n for n in st.notes)
+    assert st.machinery == ("torch/testing/_creation.py",)
+    assert any("selecting canaries" in n for n in st.notes)
 
 
 def test_areas_of_cuda_kernel_is_cuda():
@@ -62,7 +62,8 @@ def test_memory_symbol_maps_to_aten_op(universe, index, catalog):
 def test_memory_header_names_aten_op_exactly(universe, index, catalog):
     f = ChangedFile(filename="torch/include/ATen/ops/mm_native.h", symbols=None)
     st = Memory(index, catalog).run(Scope(SPYRE_SIM).run(state_for(universe, f)))
-    assert ids(st) == {"core::compare_cpu[matmul-float16]"}
+    # the op's tests, and the module whose backward runs aten::mm
+    assert ids(st) == {"core::compare_cpu[matmul-float16]", "core::compare_cpu[nn.Linear-float16]"}
 
 
 def test_memory_native_source_by_kernel_name(universe, index, catalog):
@@ -79,11 +80,14 @@ def test_memory_changed_opinfo_entry_and_generator(universe, index, catalog):
     assert "mul" in st.signals.changed_definitions
 
 
-def test_memory_unattributable_source_fails_soft(universe, index, catalog):
-    f = ChangedFile(filename="aten/src/ATen/native/BinaryOpsWeirdName.cpp")
+def test_memory_unattributable_native_source_selects_canaries_not_all(universe, index, catalog):
+    f = ChangedFile(filename="aten/src/ATen/native/QwertyZxcv.cpp")
     st = Memory(index, catalog).run(Scope(SPYRE_SIM).run(state_for(universe, f)))
-    assert len(st.candidates) == len(universe) - 1  # every ops item kept
-    assert any("fail soft" in n for n in st.notes)
+    kept = {c.item.id for c in st.candidates}
+    assert "core::compare_cpu[mul-float16]" not in kept  # add is the binary family's canary
+    assert "core::compare_cpu[add-float16]" in kept and 0 < len(kept) < len(universe) - 1
+    assert any("QwertyZxcv.cpp: not attributable" in n and "canaries" in n for n in st.notes)
+    assert not any("fail soft" in n for n in st.notes)
 
 
 def test_memory_binary_is_opaque(universe, index, catalog):
@@ -94,7 +98,7 @@ def test_memory_binary_is_opaque(universe, index, catalog):
 
 
 def test_classify_modes_and_reasons(universe, index, catalog):
-    f = ChangedFile(filename="torch/testing/_creation.py")
+    f = ChangedFile(filename="torch/_refs/__init__.py")  # symbols unknown: every op item kept
     st = state_for(universe, f)
     for stage in (Scope(SPYRE_SIM), Memory(index, catalog), Classify()):
         st = run_stage(stage, st)
@@ -161,10 +165,13 @@ def test_scope_upstream_test_machinery_is_testing_area_only(universe):
     assert st.candidates == ()  # op_db template items do not use common_utils
 
 
-def test_opinfo_core_change_keeps_every_op_item(universe, index, catalog):
+def test_opinfo_core_change_selects_one_canary_per_family(universe, index, catalog):
     f = ChangedFile(filename="torch/testing/_internal/opinfo/core.py", symbols=["OpInfo.sample_inputs"])
     st = Memory(index, catalog).run(Scope(SPYRE_SIM).run(state_for(universe, f)))
-    assert {c.item.id for c in st.candidates} == {i.id for i in universe if i.op}
+    families = {r.split("(")[1].split(")")[0] for c in st.candidates for r in c.reasons
+                if r.startswith("canary (")}
+    assert families == {"pointwise binary", "activation", "linalg", "indexing", "module forward"}
+    assert "core::compare_cpu[mul-float16]" not in {c.item.id for c in st.candidates}
 
 
 def test_patch_hunks_give_symbols(universe, index, catalog):

@@ -44,20 +44,23 @@ def test_resolve_mode():
         resolve_mode("everything", ChangeSet(base="a", head="b"))
 
 
-def test_pr_mode_machinery_widens_to_everything(universe, index, catalog):
+def test_pr_mode_machinery_selects_family_canaries_plus_changed(universe, index, catalog):
     st = run(universe, index, catalog, state(universe, COMPARISON, SOFTMAX_ENTRY))
-    assert len(st.candidates) == len(universe)
+    by_id = {c.item.id: c for c in st.candidates}
+    assert len(by_id) < len(universe) and "core::compare_cpu[mul-float16]" not in by_id
+    assert by_id["core::compare_cpu[softmax-float16]"].score == 1.0  # its entry changed
+    assert any(r.startswith("canary (pointwise binary)") for r in by_id["core::compare_cpu[add-float16]"].reasons)
 
 
 def test_upgrade_mode_machinery_selects_canaries_plus_changed(universe, index, catalog):
     st = run(universe, index, catalog, state(universe, COMPARISON, SOFTMAX_ENTRY, mode="upgrade"))
     by_id = {c.item.id: c for c in st.candidates}
-    assert len(by_id) < len(universe)
     soft16 = by_id["core::compare_cpu[softmax-float16]"]
     assert soft16.score == 1.0 and any("changed test definition" in r for r in soft16.reasons)
     canary = by_id["core::compare_cpu[add-float16]"]  # add is the first canary op
     assert canary.score == 0.5 and any("canary" in r for r in canary.reasons)
     assert any("instead of widening" in n for n in st.notes)
+    assert any(r.startswith("canary (") for r in by_id["core::compare_cpu[matmul-float16]"].reasons)
     assert st.machinery == ("torch/testing/_comparison.py",)
 
 

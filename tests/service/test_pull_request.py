@@ -101,8 +101,10 @@ def test_github_failure_marks_delivery_failed_not_lost(tmp_path, start_relay, fa
     assert "GitHubAPIError" in (row.error or "") and "404" in (row.error or "")
 
 
-def test_push_builds_changeset_from_commits(tmp_path, start_relay, calls) -> None:
-    settings = Settings(webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / 'r.db'}")
+def test_push_builds_changeset_from_commits(tmp_path, start_relay, fake_github, calls) -> None:
+    _, gh_url = fake_github  # no compare registered: 404, so the payload's path lists are used
+    settings = Settings(webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / 'r.db'}",
+                        github_api_url=gh_url)
     relay_ = start_relay(settings, report=False)
     payload = push_payload(commits=[{"added": ["a.py"], "modified": ["b.py"], "removed": []},
                                     {"added": [], "modified": ["a.py"], "removed": ["c.py"]}])
@@ -112,3 +114,4 @@ def test_push_builds_changeset_from_commits(tmp_path, start_relay, calls) -> Non
     assert (cs.base, cs.head) == ("c" * 40, "d" * 40)
     assert [(f.filename, f.status) for f in cs.files] == [
         ("a.py", "added"), ("b.py", "modified"), ("c.py", "removed")]
+    assert cs.files[0].patch is None and "no patches (GitHub: GitHub API 404" in cs.notes[0]
