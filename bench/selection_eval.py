@@ -3,9 +3,16 @@
 A case (``bench/cases/*.json``) is a ChangeSet (design §4) plus labels::
 
     {"name": "softmax-cpp", "description": "...", "changeset": {...},
-     "must_select": ["softmax", "log_softmax"],   # OpInfo names: some test of each must be selected
+     "must_select": ["softmax", "log_softmax"],   # some test of each must be selected (below)
      "failures": ["softmax"],                    # ops whose tests the change would break
+     "kind": "native",                           # optional: push, module, functional, variant, ...
      "expect_none": false}                       # true: the change must select nothing
+
+A label is an OpInfo name (``softmax``: any of its variants), an OpInfo variant
+(``div.floor_rounding``: that variant only) or a ModuleInfo name (``nn.Linear``).  Labels are the
+tests a PyTorch engineer knows the change can break, from PyTorch's source layout (which kernels
+a native file defines, which modules a module file defines and which modules are built of them),
+never from the selector's output.
 
 Measures (printed, and with ``--json`` written as one object):
 
@@ -23,6 +30,10 @@ the same shape standing for upstream file tests (``test/test_ops.py::TestCommon:
 …), up to ``--universe`` (default 50,000).  A generated item's op-index entry is its op's real
 captured entry when the real specs have one, else ``aten::<op name>``; they are stand-ins for
 latency and share, not new measurements.
+
+Goals (issue 13), printed with every case that fails one: per-change recall >= 99 %, median
+share <= 2 %, every single-file change <= 10 % — shares of the real spec items (``real_share``:
+the universe of a user's run; the share of the generated universe is printed next to it).
 
 Run: ``.venv/bin/python bench/selection_eval.py [--universe 50000] [--repeat 5] [--json out.json]``.
 """
@@ -246,6 +257,8 @@ def print_goals(out: dict) -> None:
           f"of the {out['universe']}-test universe {out['median_share']:.2%}")
     print(f"  single-file changes over {GOAL_SINGLE_FILE_SHARE:.0%}: {len(over)} of {len(single)} "
           f"(max {max((r['real_share'] for r in single), default=0.0):.1%})")
+    print("  single-file shares: " + ", ".join(f"{r['name']} {r['real_share']:.1%}"
+                                           for r in sorted(single, key=lambda r: -r["real_share"])))
     print(f"  {len(failing)} of {len(out['rows'])} cases fail a goal:")
     for name, why in failing:
         print(f"    {name}: {'; '.join(why)}")
