@@ -59,6 +59,11 @@ def print_report(report) -> None:
         err.print(f"  {side}: {escape(str(env.get('name')))} (torch {env.get('torch_version')})", highlight=False)
     for note in report.notes[:10]:
         err.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
+    caught = [c for c in report.changes if c.selected]
+    for c in caught[:20]:
+        err.print(f"caught {escape(c.id)}: {c.base} → {c.head}", highlight=False)
+    if len(caught) > 20:
+        err.print(f"… {len(caught) - 20} more caught")
     if report.misses:
         err.print(miss_table(report))
         if len(report.misses) > MAX_LISTED:
