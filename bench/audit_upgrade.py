@@ -67,6 +67,9 @@ def print_report(report, max_listed: int) -> None:
         print(f"{side}: {env['name']} (torch {env['torch_version']}, git {env['torch_git_version']})")
     print(f"mode {report.mode}; audited {s['audited']} tests; outcome changes {s['outcome_changes']} "
           f"({s['regressions']} regressions): {dict(transitions.most_common())}")
+    for side, ids in report.uncollected.items():
+        print(f"not collected on {side}: {len(ids)} tests (no outcome, left out of the recall; "
+              f"{report.uncollected_selected} of the uncollected selected), e.g. {ids[0]}")
     for c in report.misses[:max_listed]:
         print(f"MISS {c.id}  {c.base} → {c.head}  [{c.stage}] {c.reason}")
     if len(report.misses) > max_listed:

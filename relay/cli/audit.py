@@ -59,6 +59,8 @@ def print_report(report) -> None:
         err.print(f"  {side}: {escape(str(env.get('name')))} (torch {env.get('torch_version')})", highlight=False)
     for note in report.notes[:10]:
         err.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
+    for side, ids in report.uncollected.items():
+        err.print(f"not collected on {side}: {len(ids)} tests (no outcome; left out of the recall)", highlight=False)
     caught = [c for c in report.changes if c.selected]
     for c in caught[:20]:
         err.print(f"caught {escape(c.id)}: {c.base} → {c.head}", highlight=False)

@@ -15,6 +15,11 @@ change, and compares:
 * every **miss** — an outcome change selection did not run — with the stage that dropped it and
   why, in selection's own terms (``explain_drops``).
 
+A test the runner could not collect on one side ("not collected": e.g. its spec names an OpInfo
+the other torch no longer has, so the spec file does not expand there) has no outcome of its
+own: it is counted in ``uncollected`` per side, with how many of them selection runs, and left
+out of the outcome changes (the cause is in that side's ``pytest.log``).
+
 Nothing is stored: an audit's runs are not runs of the change (they ran tests selection did not
 pick) and must not become trunk history, baselines or durations.  The report (``AuditReport``)
 is returned; the CLI prints it and writes it to the audit's work directory.
@@ -41,7 +46,7 @@ from test_specs.items import SpecItem
 from test_specs.results import BAD_OUTCOMES, TestResult
 
 __all__ = ["AuditRequest", "OutcomeChange", "AuditReport", "audit_change", "explain_drops", "sample",
-           "normal_outcome"]
+           "normal_outcome", "not_collected"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ class AuditReport(BaseModel):
     audited: int
     selected_audited: int
     changes: list[OutcomeChange] = Field(default_factory=list)
+    uncollected: dict[str, list[str]] = Field(default_factory=dict)
+    uncollected_selected: int = 0
     notes: list[str] = Field(default_factory=list)
     seconds: float = 0.0
 
@@ -118,7 +125,9 @@ class AuditReport(BaseModel):
                 "outcome_changes": len(self.changes),
                 "regressions": sum(c.regression for c in self.changes),
                 "missed": len(self.misses), "recall": round(self.recall, 6),
-                "regression_recall": round(self.regression_recall, 6)}
+                "regression_recall": round(self.regression_recall, 6),
+                "uncollected": {side: len(ids) for side, ids in self.uncollected.items()},
+                "uncollected_selected": self.uncollected_selected}
 
 
 def _share(hit: int, total: int) -> float:
@@ -128,6 +137,11 @@ def _share(hit: int, total: int) -> float:
 def normal_outcome(outcome: str) -> str:
     """``flaky`` counts as ``passed`` (it passed on a rerun); every other outcome is itself."""
     return "passed" if outcome == "flaky" else outcome
+
+
+def not_collected(result: TestResult) -> bool:
+    """Whether the runner made this result up for an id no spec file produced on that side."""
+    return (result.message or "").startswith("not collected")
 
 
 def sample(items: Sequence[SpecItem], limit: int | None) -> list[SpecItem]:
@@ -236,7 +250,10 @@ def audit_change(request: AuditRequest, config: RunConfig, executors: ExecutorFa
     workdir = workdir or config.workdir("audit-" + time.strftime("%Y%m%d-%H%M%S"))
     base = _run_side(executors, workdir / "base", base_env, ids, progress, "base")
     head = _run_side(executors, workdir / "head", head_env, ids, progress, "head")
-    changed = [i for i in audited if i.id in base and i.id in head
+    uncollected = {side: [i for i in ids if i in res and not_collected(res[i])]
+                   for side, res in (("base", base), ("head", head))}
+    skip = set(uncollected["base"]) | set(uncollected["head"])
+    changed = [i for i in audited if i.id in base and i.id in head and i.id not in skip
                and normal_outcome(base[i.id].outcome) != normal_outcome(head[i.id].outcome)]
     drops = explain_drops(selector, request.changeset, [i.id for i in changed if i.id not in runs],
                           mode=request.mode)
@@ -247,9 +264,13 @@ def audit_change(request: AuditRequest, config: RunConfig, executors: ExecutorFa
                for i in changed]
     lost = len(ids) - sum(1 for i in ids if i in base and i in head)
     notes = list(state.notes) + ([f"{lost} audited tests have no result on one side"] if lost else [])
+    notes += [f"{len(v)} tests not collected on {side} (no outcome; see {workdir / side}/attempt-1/pytest.log)"
+              for side, v in uncollected.items() if v]
     return AuditReport(title=request.changeset.title, base=request.changeset.base,
                        head=request.changeset.head, mode=state.mode,
                        environments={"head": describe(head_env), "base": describe(base_env)},
                        universe=selection.universe, selected=len(runs), audited=len(ids),
-                       selected_audited=sum(1 for i in ids if i in runs), changes=changes, notes=notes,
+                       selected_audited=sum(1 for i in ids if i in runs), changes=changes,
+                       uncollected={k: v for k, v in uncollected.items() if v},
+                       uncollected_selected=sum(1 for i in skip if i in runs), notes=notes,
                        seconds=round(time.perf_counter() - t0, 1))

@@ -73,3 +73,37 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path, spec: Path, softmax_chang
     missing = relay("audit", str(tmp_path / "nope.json"), "--spec", str(spec), "--head-env", "current",
                     "--base-env", "current", state=tmp_path / "state", cwd=tmp_path)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_a_test_not_collected_on_one_side_is_no_outcome_change(tmp_path: Path, spec: Path,
+                                                               softmax_change: Path) -> None:
+    """In process, with executors that report one id as the runner does when the head's torch
+    cannot expand its spec (an OpInfo that torch no longer has)."""
+    from relay.changes.inputs import read_change
+    from relay.pipeline.audit import AuditRequest, audit_change
+    from relay.pipeline.request import RunConfig
+    from test_specs.results import TestResult
+
+    gone = "aud::TestCommon::test_compare_cpu[add-float16]"
+
+    def executors(workdir, *, environment=None, on_result=None):
+        head = environment is not None and "SPYRE_SIM_FAULTS" in environment.env
+
+        def run(ids):
+            out = []
+            for i in ids:
+                if head and i == gone:
+                    out.append(TestResult(id=i, upstream="u", outcome="failed",
+                                          message="not collected: no spec file produces this id"))
+                else:
+                    out.append(TestResult(id=i, upstream="u", outcome="failed" if head and i == SOFTMAX else "passed"))
+            return out
+        return run
+
+    config = RunConfig(spec_paths=(spec,), state_dir=tmp_path / "state")
+    report = audit_change(AuditRequest(changeset=read_change(str(softmax_change)), base_env="current",
+                                       head_env=f"current+faults={FAULT}"), config, executors)
+    assert [c.id for c in report.changes] == [SOFTMAX] and report.recall == 1.0
+    assert report.uncollected == {"head": [gone]} and report.uncollected_selected == 0
+    assert report.summary()["uncollected"] == {"head": 1}
+    assert any("1 tests not collected on head" in n for n in report.notes)
