@@ -255,6 +255,21 @@ def summary(rows: list[dict]) -> dict:
             "selected_mean": sum(r["selected"] for r in rows) / len(rows) if rows else 0.0}
 
 
+#: Issue 13's goal for the catch rate, and the fewest drawn ops that make it a measurement.
+GOAL_CATCH_RATE = 0.99
+GOAL_OPS = 50
+
+
+def goal_line(s: dict, rows: list[dict]) -> str:
+    """The catch rate against issue 13's goal (>= 99 % on >= 50 drawn ops), and the missed ops."""
+    judged = s["caught"] + s["hidden"] + s["missed"]
+    met = s["catch_rate"] >= GOAL_CATCH_RATE and judged > 0
+    missed = [r["op"] for r in rows if r["result"] in ("missed", "hidden")]
+    size = "" if len(rows) >= GOAL_OPS else f"; only {len(rows)} ops run (a smoke run: the goal needs >= {GOAL_OPS})"
+    return (f"goal: catch rate >= {GOAL_CATCH_RATE:.0%} — {'met' if met else 'NOT met'}{size}"
+            + (f"; not caught: {', '.join(missed)}" if missed else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     ap.add_argument("--ops", type=int, default=50, help="how many ops to fault, one run each")
@@ -295,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"catch rate {s['catch_rate']:.1%} ({s['caught']} caught / {s['caught'] + s['hidden'] + s['missed']} "
           f"observable: {s['hidden']} hidden by a verdict, {s['missed']} missed by selection; "
           f"{s['unobservable']} unobservable, {s['too-big']} not run: selection over --max-selected)")
+    print(goal_line(s, rows))
     print(f"verdicts of failing selected tests under deterministic faults: {s['failing_verdicts']} — "
           f"FLAKY {s['flaky_share']:.1%} (goal 0), KNOWN {s['known_share']:.1%}, "
           f"BROKEN_TRUNK {s['broken_trunk_share']:.1%}; {json.dumps(s['verdicts'], sort_keys=True)}")

@@ -1,7 +1,8 @@
-"""The ``relay`` command line (design §3): serve, replay, select, changes, specs check,
-quarantine, catch-up, worker, db upgrade.
+"""The ``relay`` command line (design §3): serve, replay, audit, select, changes, specs
+check, quarantine, catch-up, worker, db upgrade.
 
-The commands live in ``relay.cli.replay`` (the main job), ``relay.cli.run`` (select, changes,
+The commands live in ``relay.cli.replay`` (the main job), ``relay.cli.audit`` (selection's
+recall against real outcomes), ``relay.cli.run`` (select, changes,
 specs check) and ``relay.cli.service`` (serve, worker, quarantine, catch-up, db); this module
 assembles them into one Typer ``app`` (the ``relay`` console script).
 
@@ -13,6 +14,7 @@ never a traceback.
 
 from __future__ import annotations
 
+from relay.cli import audit as _audit  # noqa: F401 - registers relay audit
 from relay.cli import replay as _replay  # noqa: F401 - registers relay replay
 from relay.cli import run as _run  # noqa: F401 - registers the pipeline commands
 from relay.cli import service as _service  # noqa: F401 - registers the service commands

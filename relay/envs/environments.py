@@ -123,7 +123,7 @@ def project_root() -> Path:
 
     Raises ``EnvironmentError_`` when the project is not installed from a checkout.
     """
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # relay/envs/environments.py → the checkout
     if not (root / "pyproject.toml").exists():
         raise EnvironmentError_("building environments needs spyre-relay installed from a source "
                                 "checkout (pip install -e .)")
