@@ -92,14 +92,15 @@ def execute(plan: RunPlan, config: RunConfig, ports: Ports) -> tuple[list[TestRe
     """Run the missing base tests, then the selected tests (step 2); returns (head, base)."""
     workdir = config.workdir(plan.run_id)
     envs = _environments(plan.request, config)
+    modes = plan.modes
     base: list[TestResult] = []
     if plan.base_missing and envs is not None:
         ports.progress.phase(f"baseline on {plan.request.changeset.base} in {envs[1].name}")
-        base = ports.executors(workdir / "base", environment=envs[1])(plan.base_missing)
+        base = ports.executors(workdir / "base", environment=envs[1], modes=modes)(plan.base_missing)
     ports.progress.total(len(plan.to_run))
     ports.progress.phase("running tests")
     head = ports.executors(workdir, environment=envs[0] if envs else None,
-                           on_result=ports.progress.result)(plan.to_run)
+                           on_result=ports.progress.result, modes=modes)(plan.to_run)
     return head, base
 
 
@@ -110,7 +111,8 @@ def _refine(plan: RunPlan, results: list[TestResult], config: RunConfig, ports: 
                            universe=plan.selection.universe, notes=tuple(plan.notes),
                            stats=tuple(plan.selection.stages))
     workdir = config.workdir(plan.run_id)
-    rerun = ports.executors(workdir / "reruns", environment=head_env, on_result=ports.progress.result)
+    rerun = ports.executors(workdir / "reruns", environment=head_env, on_result=ports.progress.result,
+                            modes=plan.modes)
     return refine(state, results, rerun, proposal_dir=workdir)
 
 
