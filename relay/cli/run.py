@@ -145,15 +145,20 @@ def specs_check(
     paths: Annotated[list[Path] | None, typer.Argument(help="Spec files or directories.")] = None,
     strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
 ) -> None:
-    """Validate specs; print every error as file:line:col: message; exit 1 on any."""
+    """Validate specs; print every error as file:line:col: message; exit 1 on any.  Warnings
+    (file:line:col: warning: ..., e.g. dtypes the Spyre device refuses) never change the exit."""
     from relay.pipeline.specs import default_specs
     from test_specs.check import check_specs
+    from test_specs.device_dtypes import dtype_warnings
 
     targets = spec_files_or_fail(paths) if paths else default_specs()
     errors = check_specs(targets, strict=strict)
     for e in errors:
         typer.echo(e.format())
+    warnings = dtype_warnings(targets)
+    for w in warnings:
+        typer.echo(w.format())
     if errors:
         err.print(f"{len(errors)} error(s) in {len(targets)} file(s)")
         raise typer.Exit(1)
-    err.print(f"{len(targets)} spec file(s) OK")
+    err.print(f"{len(targets)} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
