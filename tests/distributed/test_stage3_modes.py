@@ -22,25 +22,11 @@ import pytest
 from relay.service import create_app
 from relay.settings import Settings
 from relay.store import get_delivery, list_runs, load_run, make_engine, make_session_factory
+from tests.distributed.conftest import tiny_spec
 from tests.fakes.github import WebhookSender, push_payload
 
 pytestmark = pytest.mark.timeout(600)
 SECRET = "stage3-modes-secret-1234"
-SPEC = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: index_put}, {name: matmul}, {name: add}]
-  global:
-    supported_dtypes: [float16]
-"""
 FILES = ["aten/src/ATen/native/TensorAdvancedIndexing.cpp", "aten/src/ATen/native/LinearAlgebra.cpp",
          "aten/src/ATen/native/BinaryOps.cpp"]
 BEFORE, AFTER = "a" * 40, "b" * 40
@@ -90,7 +76,7 @@ def _webhook_run(settings: Settings, live_server, delivery_id: str, before_wait=
 def test_select_replay_webhook_and_celery_run_the_same_modes(tmp_path: Path, dist_env, start_worker,
                                                              live_server, monkeypatch) -> None:
     spec = tmp_path / "must.yaml"
-    spec.write_text(SPEC)
+    assert tiny_spec(spec, ["index_put", "matmul", "add"]) == sorted(PREDICTED)  # all must-pass
     change = tmp_path / "change.json"
     change.write_text(json.dumps({"base": BEFORE, "head": AFTER, "files": [{"filename": f} for f in FILES]}))
     state = tmp_path / "state"  # one index cache for every path
