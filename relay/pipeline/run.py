@@ -158,6 +158,18 @@ def _culprit(run: Run, plan: RunPlan, config: RunConfig, ports: Ports, notes: li
     return run.model_copy(update={"culprit": culprit, "finished_at": datetime.now(UTC)})
 
 
+def _write_back(plan: RunPlan, final: list[TestResult], config: RunConfig) -> tuple[Any, str | None, str | None]:
+    """The run's spec write-back (path, text, note); a write-back that fails costs the proposal
+    only, never the run."""
+    try:
+        path, text = write_proposal(final, config.spec_paths, run_id=plan.run_id,
+                                    workdir=config.workdir(plan.run_id))
+    except Exception as exc:  # noqa: BLE001 - fail soft: the run is stored without a proposal
+        delivery_log(log, plan.request.delivery_id).exception("spec write-back failed")
+        return None, None, f"spec write-back failed: {type(exc).__name__}: {exc}"
+    return path, text, None
+
+
 def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], config: RunConfig,
                ports: Ports) -> RunOutcome:
     """Stage 4, verdicts, culprit, and the run to ``ports.sink`` (step 3)."""
@@ -165,8 +177,7 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
     ports.progress.phase("refining")
     state = _refine(plan, head, config, ports, envs[0] if envs else None)
     final = list(state.results)
-    proposal, proposal_text = write_proposal(final, config.spec_paths, run_id=plan.run_id,
-                                             workdir=config.workdir(plan.run_id))
+    proposal, proposal_text, writeback_note = _write_back(plan, final, config)
     extra: dict[str, Any] = {"conclusion": Run.conclude(final)}
     if envs is not None:
         extra = _regression(plan, final, base, config, ports, envs)
@@ -179,7 +190,7 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
               selected=len(plan.to_run), stages=list(state.stats),
               selection=list(plan.selection.selected), results=final,
               counts=Run.count_outcomes(final), spec_proposal=proposal_text, **extra)
-    notes = list(state.notes)
+    notes = list(state.notes) + ([writeback_note] if writeback_note else [])
     run = _culprit(run, plan, config, ports, notes)
     ports.progress.phase("storing")
     report_error = ports.sink.accept(run)
