@@ -33,6 +33,15 @@ def seconds_of(test_id: str, durations: Mapping[str, float], default: float = DE
     return durations.get(test_id, default)
 
 
+def span(seconds: float) -> str:
+    """A duration for a reason: ``0.1 s`` and above in seconds, shorter ones in ms (``12 ms``,
+    ``0.4 ms``), so a fast test never reads ``0.0 s``."""
+    if seconds >= 0.05:
+        return f"{seconds:.1f} s"
+    ms = seconds * 1000.0
+    return f"{ms:.0f} ms" if ms >= 1 else f"{ms:.1g} ms"
+
+
 def apply_budget(state: SelectionState, minutes: float | None, durations: Mapping[str, float],
                  *, default_seconds: float = DEFAULT_SECONDS) -> SelectionState:
     """``state`` with its candidates cut to ``minutes`` of test time (see the module docstring).
@@ -59,7 +68,7 @@ def apply_budget(state: SelectionState, minutes: float | None, durations: Mappin
             continue
         used += cost
         kept.append(cand.with_reason(f"budget: within {minutes:g} min "
-                                     f"({used:.1f} s cumulative, this test {cost:.1f} s)"))
+                                     f"({span(used)} cumulative, this test {span(cost)})"))
     cut = len(ranked) - len(kept)
     ms = (time.perf_counter() - t0) * 1000.0
     stats = StageStats(name="budget", **{"in": sum(1 for c in ranked if c.mode != "skip")},

@@ -6,7 +6,10 @@ device outside the mode, so the record holds the op's own aten calls, not data m
 index is cached as JSON per (torch version, device): a later build captures only new items.
 ModuleInfo items are captured forward and backward by ``selection.module_capture``.  Items
 without a capture (a module that cannot be built, an OpInfo missing from ``op_db``) have no
-entry; the memory stage keeps them (fail soft).
+entry; the memory stage keeps them (fail soft).  A capture that fails for one item (its samples
+cannot reach the device: ``SpyreDtypeError`` for a float64 sample, an OpInfo whose sample
+generator raises) costs that item only: ``failures`` records why (cached next to the index,
+``op_index-<torch>-<device>.failures.json``) and the memory stage names it in the item's reasons.
 """
 
 from __future__ import annotations
@@ -118,12 +121,14 @@ def capture_ops(item: SpecItem, device: str, *, max_samples: int = 8) -> list[st
 
 
 class TestOpIndex:
-    """Test id → aten ops, with the reverse map; persisted as JSON in ``cache_dir``."""
+    """Test id → aten ops, with the reverse map; persisted as JSON in ``cache_dir``.
+    ``failures``: test id → why its capture failed (``ExceptionType: message``)."""
 
     __test__ = False
 
-    def __init__(self, entries: dict[str, list[str]]) -> None:
+    def __init__(self, entries: dict[str, list[str]], failures: dict[str, str] | None = None) -> None:
         self.entries = entries
+        self.failures = dict(failures or {})
         self.by_op: dict[str, set[str]] = {}
         for test_id, ops in entries.items():
             for op in ops:
@@ -150,14 +155,12 @@ class TestOpIndex:
         """
         path = None
         entries: dict[str, list[str]] = {}
+        failures: dict[str, str] = {}
         if cache_dir is not None:
             path = Path(cache_dir) / f"op_index-{torch_version()}-{device}.json"
-            if path.exists():
-                try:
-                    entries = json.loads(path.read_text())
-                except (OSError, ValueError) as exc:
-                    log.warning("ignoring unreadable op index cache %s: %s", path, exc)
-        missing = [i for i in items if (i.op is not None or i.module is not None) and i.id not in entries]
+            entries, failures = _load(path), _load(path.with_suffix(".failures.json"))
+        missing = [i for i in items if (i.op is not None or i.module is not None)
+                   and i.id not in entries and i.id not in failures]
         if missing:
             if device == "spyre":
                 import spyre_backend  # noqa: F401  (registers the device; only to capture)
@@ -165,23 +168,37 @@ class TestOpIndex:
 
             table = _opinfo_table()
             for n, item in enumerate(missing, 1):
-                if item.op is not None and item.subject in table:
-                    entries[item.id] = capture_ops(item, device)
-                elif item.module is not None and (ops := capture_module_ops(item.module)) is not None:
-                    entries[item.id] = sorted(set(ops) - DATA_MOVEMENT)
+                try:
+                    if item.op is not None and item.subject in table:
+                        entries[item.id] = capture_ops(item, device)
+                    elif item.module is not None and (ops := capture_module_ops(item.module)) is not None:
+                        entries[item.id] = sorted(set(ops) - DATA_MOVEMENT)
+                except Exception as exc:  # noqa: BLE001 — fail soft per item: it stays unindexed
+                    failures[item.id] = f"{type(exc).__name__}: {exc}"[:300]
                 if path is not None and n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes
-                    _save(path, entries)
+                    _save(path, entries, failures)
             if path is not None:
-                _save(path, entries)
-        return cls(entries)
+                _save(path, entries, failures)
+        return cls(entries, failures)
 
 
 #: Items captured between cache checkpoints during a build (a full 8,000-item build takes minutes).
 CHECKPOINT_EVERY = 500
 
 
-def _save(path: Path, entries: dict[str, list[str]]) -> None:
+def _load(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable op index cache %s: %s", path, exc)
+        return {}
+
+
+def _save(path: Path, entries: dict[str, list[str]], failures: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(entries, sort_keys=True))
-    tmp.replace(path)
+    for target, data in ((path, entries), (path.with_suffix(".failures.json"), failures)):
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True))
+        tmp.replace(target)

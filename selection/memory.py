@@ -235,10 +235,13 @@ class Memory:
                 continue
             if not reasons:
                 fail_soft.add(tid)
-            key = (area, missing, source)
+            failure = self.index.failures.get(tid) if missing else None
+            key = (area, missing, source, failure)
             if reasons or key not in memo:
                 soft: list[str] = []
-                if missing:
+                if failure:
+                    soft.append(f"memory: op index capture failed ({failure}); kept (fail soft)")
+                elif missing:
                     soft.append("memory: no op index entry for this test; kept (fail soft)")
                 if source:
                     soft.append(f"memory: {source} could not be attributed; kept")

@@ -24,6 +24,26 @@ def apply_spec_item(item: pytest.Item, it: SpecItem) -> None:
     for tag in it.tags:
         item.config.addinivalue_line("markers", f"{tag}: spec tag")
         item.add_marker(getattr(pytest.mark, tag))
+    _mode_mark(item, it)
+
+
+_MODE_MARKS = ("skip", "xfail")
+_MODE_KEYS = ("mode", "reason", "issue")
+
+
+def set_mode(item: pytest.Item, it: SpecItem) -> None:
+    """Give ``item`` (already through ``apply_spec_item``) the mode of ``it`` instead: its
+    skip/xfail mark and its mode/reason/issue properties are replaced (``test_specs.planned``)."""
+    item.own_markers[:] = [m for m in item.own_markers if m.name not in _MODE_MARKS]
+    item.user_properties[:] = [p for p in item.user_properties if p[0] not in _MODE_KEYS]
+    for key in _MODE_KEYS:
+        value = getattr(it, key)
+        if value is not None:
+            item.user_properties.append((key, value))
+    _mode_mark(item, it)
+
+
+def _mode_mark(item: pytest.Item, it: SpecItem) -> None:
     why = " ".join(x for x in (it.reason, f"[{it.issue}]" if it.issue else None) if x) or it.mode
     if it.mode == "skip":
         item.add_marker(pytest.mark.skip(reason=why))

@@ -8,6 +8,8 @@ Load it explicitly (it is not auto-registered)::
 - Collection (pattern: pytest ``doc/en/example/nonpython``): any ``*.yaml``/``*.yml`` whose text
   contains ``test_suite_config`` is loaded and expanded (``expand.expand_spec``).
 - ``--spyre-select=FILE``: one item id per line; every other item is reported as deselected.
+- ``--spyre-modes=FILE``: the run's mode per item id (``test_specs.planned``, JSON): a selected
+  item runs in that mode (e.g. stage 3's predicted ``xfail``) instead of its spec's.
 - ``--spyre-device=spyre|cpu`` (default ``spyre``; ``spyre`` imports ``spyre_backend``).
 - ``--spyre-dump-items=FILE``: after collection, one JSON line per selected item,
   ``{"nodeid", "item": SpecItem}`` (written whole, then renamed into place: xdist workers each
@@ -33,7 +35,8 @@ import pytest
 
 from test_specs import containment
 from test_specs.items import SpecItem, Tolerance
-from test_specs.marks import apply_spec_item
+from test_specs.marks import apply_spec_item, set_mode
+from test_specs.planned import overridden, read_rules
 from test_specs.precedence import DEFAULT_TOLERANCE
 
 
@@ -41,6 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("spyre", "spyre-relay spec items")
     g.addoption("--spyre-select", metavar="FILE", default=None,
                 help="run only the item ids listed in FILE (one per line)")
+    g.addoption("--spyre-modes", metavar="FILE", default=None,
+                help="JSON {item id: {mode, reason}}: run these items in these modes")
     g.addoption("--spyre-device", choices=("spyre", "cpu"), default="spyre", help="device under test (default: spyre)")
     g.addoption("--spyre-dump-items", metavar="FILE", default=None,
                 help="write the selected items as JSON lines {nodeid, item} to FILE")
@@ -85,9 +90,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     select = config.getoption("--spyre-select")
-    if not select:
-        return
-    wanted = {ln.strip() for ln in Path(select).read_text(encoding="utf-8").splitlines() if ln.strip()}
+    if select:
+        _select(config, items, Path(select))
+    modes = config.getoption("--spyre-modes")
+    if modes:
+        rules = read_rules(Path(modes))
+        for item in items:
+            it = spec_item_of(item)
+            new = overridden(it, rules.get(it.id)) if it is not None else None
+            if new is not None:
+                _set_spec_item(item, new)
+                set_mode(item, new)
+
+
+def _select(config: pytest.Config, items: list[pytest.Item], select: Path) -> None:
+    wanted = {ln.strip() for ln in select.read_text(encoding="utf-8").splitlines() if ln.strip()}
     keep = [i for i in items if (it := spec_item_of(i)) is not None and it.id in wanted]
     drop = [i for i in items if i not in keep]
     if drop:
@@ -115,6 +132,15 @@ def spec_item_of(item: pytest.Item) -> SpecItem | None:
     from test_specs.upstream import SPEC_ITEM
 
     return item.stash.get(SPEC_ITEM, None)
+
+
+def _set_spec_item(item: pytest.Item, it: SpecItem) -> None:
+    if isinstance(item, SpecTestItem):
+        item.spec_item = it
+    else:
+        from test_specs.upstream import SPEC_ITEM
+
+        item.stash[SPEC_ITEM] = it
 
 
 class SpecFile(pytest.File):

@@ -1,7 +1,7 @@
 """Run spec items in pytest and return one ``TestResult`` per requested id.
 
 ``run_items(item_ids, spec_paths, *, workdir, device="spyre", reruns=2, timeout_s=120, env=None,
-on_result=None, shards=1, upstream=None, python=None) -> list[TestResult]`` (in the order of
+on_result=None, shards=1, upstream=None, python=None, modes=None) -> list[TestResult]`` (in the order of
 ``item_ids``) runs one pytest process with ``shards`` pytest-xdist workers (``-n``; at most one
 per item) under ``<workdir>``:
 
@@ -39,9 +39,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from test_specs.planned import ModeRule, write_rules
 from test_specs.records import ReportLog, exit_status, make_result, read_items
 from test_specs.results import TestResult
 
@@ -92,7 +93,8 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
               env: dict[str, str] | None = None,
               on_result: Callable[[TestResult], None] | None = None,
               shards: int = 1, upstream: str | Path | None = None,
-              python: str | None = None) -> list[TestResult]:
+              python: str | None = None,
+              modes: Mapping[str, ModeRule] | None = None) -> list[TestResult]:
     """See the module docstring.  ``env`` is added to (not substituted for) ``os.environ``.
 
     ``shards``: the number of xdist workers (at most ``len(item_ids)``; ``shard_split`` is the
@@ -122,6 +124,9 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
         cmd = _command(specs, workdir, device=device, reruns=reruns, timeout_s=timeout_s, workers=workers,
                        n_items=len(item_ids), upstream=upstream, python=python)
         (workdir / "selected_ids.txt").write_text("".join(i + "\n" for i in item_ids), encoding="utf-8")
+        rules = {i: modes[i] for i in item_ids if modes and i in modes}
+        if rules:
+            cmd.append(f"--spyre-modes={write_rules(workdir / 'modes.json', rules)}")
         rc = _run(cmd, workdir, env, record)
     items = read_items(workdir / "items.jsonl")
     meta = {it["id"]: it for it in items.values()}

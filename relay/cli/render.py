@@ -132,7 +132,8 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
     for note in outcome.notes[:10]:
         console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     for path in outcome.proposals:
-        console.print(f"proposed spec edits (review, not applied): {path}")
+        console.print(f"proposed spec edits (a patch; review, then: relay specs apply {path})",
+                      highlight=False)
     failed = bad_results(run.results)
     for r in failed[:15]:
         first = (r.message or "").splitlines()[0][:160] if r.message else ""

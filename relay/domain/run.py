@@ -43,6 +43,8 @@ class Run(BaseModel):
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
     results were used.  ``culprit`` is the first bad commit of a push range found by bisection
     (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
+    ``spec_proposal`` is stage 4's spec write-back (``relay.pipeline.writeback``): a unified diff
+    against the spec files that ``git apply`` accepts, ``None`` when nothing was proposed.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,6 +72,7 @@ class Run(BaseModel):
     verdict_counts: dict[str, int] = Field(default_factory=dict)
     baseline_run: str | None = None
     culprit: Culprit | None = None
+    spec_proposal: str | None = None
 
     @field_validator("results", mode="before")
     @classmethod

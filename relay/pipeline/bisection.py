@@ -27,6 +27,7 @@ from relay.domain.run import Run
 from relay.envs.environments import Environment, describe, prepare
 from relay.errors import BisectionError, CommitEnvError, EnvironmentError_
 from relay.logs import delivery_log
+from relay.pipeline.modes import run_modes
 from relay.pipeline.ports import ExecutorFactory, RunStore
 
 __all__ = ["find_culprit", "new_tests"]
@@ -54,6 +55,7 @@ def find_culprit(run: Run, commits: Sequence[str], resolve: Callable[[str], str]
     tests = new_tests(run)
     if not tests or len(commits) < 2:
         return None
+    modes = run_modes(run.selection)  # each round runs a test as the run did
     envs: dict[str, Environment] = {}
     rounds: dict[str, tuple[str, str]] = {}  # commit → (environment name, round run id)
 
@@ -72,7 +74,8 @@ def find_culprit(run: Run, commits: Sequence[str], resolve: Callable[[str], str]
         if phase is not None:
             phase(f"bisect round {n}: {len(ids)} tests at {commit[:12]} in {env.name}")
         started = datetime.now(UTC)
-        results = executors(workdir / f"round-{n}-{commit[:12]}", environment=env)(list(ids))
+        results = executors(workdir / f"round-{n}-{commit[:12]}", environment=env,
+                            modes=modes)(list(ids))
         round_run = Run(
             id=uuid.uuid4().hex[:16], backend=run.backend, upstream=run.upstream, base=run.base,
             head=commit, title=f"bisect round {n} for run {run.id}", trigger="bisect",

@@ -50,7 +50,8 @@ def capture_index(items: Sequence[SpecItem], *, device: str, cache_dir: Path | N
     if cache_dir is None:
         return TestOpIndex.build(items, device=device, cache_dir=None)
     index = TestOpIndex.build([], device=device, cache_dir=cache_dir)  # the cache, nothing captured
-    missing = [i for i in items if (i.op is not None or i.module is not None) and i.id not in index.entries]
+    missing = [i for i in items if (i.op is not None or i.module is not None)
+               and i.id not in index.entries and i.id not in index.failures]
     if not missing:
         return index
     done = 0

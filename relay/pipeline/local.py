@@ -3,18 +3,19 @@
 The default ``ExecutorFactory`` (``relay.pipeline.ports``): each executor it makes runs its ids
 with ``test_specs.runner.run_items`` in a fresh attempt directory under its work directory
 (``attempt-1``, ``attempt-2`` … for the run and stage 4's reruns), with the interpreter and
-variables of its environment.
+variables of its environment and the run's mode per test (``relay.pipeline.modes``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from relay.envs.environments import Environment
 from relay.pipeline.ports import Executor
 from relay.pipeline.request import RunConfig
+from test_specs.planned import ModeRule
 from test_specs.results import TestResult
 from test_specs.runner import run_items
 
@@ -40,7 +41,8 @@ class LocalExecutors:
                    shards=config.shards, upstream=config.upstream)
 
     def __call__(self, workdir: Path, *, environment: Environment | None = None,
-                 on_result: Callable[[TestResult], None] | None = None) -> Executor:
+                 on_result: Callable[[TestResult], None] | None = None,
+                 modes: Mapping[str, ModeRule] | None = None) -> Executor:
         attempt = 0
         extra = {} if environment is None else {"python": str(environment.python),
                                                 "env": environment.env}
@@ -54,6 +56,6 @@ class LocalExecutors:
             sub.mkdir(parents=True, exist_ok=True)
             return run_items(list(ids), list(self.spec_paths), workdir=sub, device=self.device,
                              timeout_s=self.timeout_s, on_result=on_result, shards=self.shards,
-                             upstream=self.upstream, **extra)
+                             upstream=self.upstream, modes=modes, **extra)
 
         return execute

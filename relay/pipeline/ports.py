@@ -16,7 +16,7 @@ Celery tasks in ``relay.worker.celery``) hand it a ``Ports`` with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +24,7 @@ from typing import Protocol
 from relay.domain.flakiness import QuarantineNote, TrunkResult
 from relay.domain.run import Run
 from relay.envs.environments import Environment
+from test_specs.planned import ModeRule
 from test_specs.results import TestResult
 
 __all__ = ["Executor", "ExecutorFactory", "RunStore", "ResultSink", "Progress", "Ports"]
@@ -35,10 +36,13 @@ Executor = Callable[[Sequence[str]], list[TestResult]]
 
 class ExecutorFactory(Protocol):
     """Makes the executor of one execution: its work directory (JUnit XML, logs), the
-    environment it runs in (``None``: this interpreter) and a callback per finished test."""
+    environment it runs in (``None``: this interpreter), a callback per finished test and the
+    mode of each test (``relay.pipeline.modes.run_modes``: stage 3's classification; ids without
+    a rule run in their spec's mode)."""
 
     def __call__(self, workdir: Path, *, environment: Environment | None = None,
-                 on_result: Callable[[TestResult], None] | None = None) -> Executor: ...
+                 on_result: Callable[[TestResult], None] | None = None,
+                 modes: Mapping[str, ModeRule] | None = None) -> Executor: ...
 
 
 class RunStore(Protocol):

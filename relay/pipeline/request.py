@@ -19,7 +19,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from relay.domain.run import Run, Trigger
+from relay.pipeline.modes import run_modes
 from selection.models import ChangeSet, Selection
+from test_specs.planned import ModeRule
 from test_specs.results import TestResult
 
 __all__ = ["RunRequest", "RunConfig", "RunPlan", "RunOutcome"]
@@ -95,6 +97,12 @@ class RunPlan(BaseModel):
     @property
     def base_env(self) -> str:
         return self.request.base_env or "current"
+
+    @property
+    def modes(self) -> dict[str, ModeRule]:
+        """Stage 3's mode of every test to run (``relay.pipeline.modes``): what every
+        execution of this plan — head, base, reruns, shards — runs each test as."""
+        return run_modes(self.selection.selected)
 
 
 @dataclass

@@ -9,7 +9,8 @@ in-process worker — and is three steps, which the Celery path runs in differen
 2. ``execute``: the missing base tests in the base environment, then the selected tests in the
    head environment, each through an executor of ``ports.executors``;
 3. ``finish_run``: store the computed baseline as a run of its own, stage 4 (rerun failures once,
-   failed-then-passed is flaky, propose spec edits), verdicts against the baseline, culprit
+   failed-then-passed is flaky), the spec write-back as a patch (``relay.pipeline.writeback``),
+   verdicts against the baseline, culprit
    bisection when a verdict is NEW and ``request.commits`` holds more than one commit, and the
    finished ``Run`` to ``ports.sink`` — exactly once.
 """
@@ -32,6 +33,7 @@ from relay.pipeline.indexing import build_selector
 from relay.pipeline.ports import Ports
 from relay.pipeline.request import RunConfig, RunOutcome, RunPlan, RunRequest
 from relay.pipeline.specs import load_items
+from relay.pipeline.writeback import write_proposal
 from selection.pipeline import refine, to_selection
 from selection.stage import SelectionState
 from test_specs.results import TestResult
@@ -93,14 +95,15 @@ def execute(plan: RunPlan, config: RunConfig, ports: Ports) -> tuple[list[TestRe
     """Run the missing base tests, then the selected tests (step 2); returns (head, base)."""
     workdir = config.workdir(plan.run_id)
     envs = _environments(plan.request, config)
+    modes = plan.modes
     base: list[TestResult] = []
     if plan.base_missing and envs is not None:
         ports.progress.phase(f"baseline on {plan.request.changeset.base} in {envs[1].name}")
-        base = ports.executors(workdir / "base", environment=envs[1])(plan.base_missing)
+        base = ports.executors(workdir / "base", environment=envs[1], modes=modes)(plan.base_missing)
     ports.progress.total(len(plan.to_run))
     ports.progress.phase("running tests")
     head = ports.executors(workdir, environment=envs[0] if envs else None,
-                           on_result=ports.progress.result)(plan.to_run)
+                           on_result=ports.progress.result, modes=modes)(plan.to_run)
     return head, base
 
 
@@ -111,8 +114,9 @@ def _refine(plan: RunPlan, results: list[TestResult], config: RunConfig, ports: 
                            universe=plan.selection.universe, notes=tuple(plan.notes),
                            stats=tuple(plan.selection.stages))
     workdir = config.workdir(plan.run_id)
-    rerun = ports.executors(workdir / "reruns", environment=head_env, on_result=ports.progress.result)
-    return refine(state, results, rerun, proposal_dir=workdir)
+    rerun = ports.executors(workdir / "reruns", environment=head_env, on_result=ports.progress.result,
+                            modes=plan.modes)
+    return refine(state, results, rerun)  # the spec write-back is a patch: relay.pipeline.writeback
 
 
 def _regression(plan: RunPlan, final: list[TestResult], base: list[TestResult], config: RunConfig,
@@ -135,7 +139,8 @@ def _regression(plan: RunPlan, final: list[TestResult], base: list[TestResult], 
 
 
 def _culprit(run: Run, plan: RunPlan, config: RunConfig, ports: Ports, notes: list[str]) -> Run:
-    """``run`` with its culprit when a NEW verdict meets a bisectable commit range."""
+    """``run`` with its culprit when a NEW verdict meets a bisectable commit range; a run that
+    bisected (found or not) finishes after its last round (``finished_at``)."""
     commits = plan.request.commits
     if not commits or len(commits) < 2 or ports.commit_env is None \
             or not any(v.verdict == "NEW" for v in run.verdicts):
@@ -149,8 +154,21 @@ def _culprit(run: Run, plan: RunPlan, config: RunConfig, ports: Ports, notes: li
     except BisectionError as exc:
         delivery_log(log, plan.request.delivery_id).error("%s", exc)
         notes.append(f"no culprit: {exc}")
-        return run
-    return run if culprit is None else run.model_copy(update={"culprit": culprit})
+        culprit = None
+    # the run ends when its last bisection round has, whether a culprit was found or not
+    return run.model_copy(update={"culprit": culprit, "finished_at": datetime.now(UTC)})
+
+
+def _write_back(plan: RunPlan, final: list[TestResult], config: RunConfig) -> tuple[Any, str | None, str | None]:
+    """The run's spec write-back (path, text, note); a write-back that fails costs the proposal
+    only, never the run."""
+    try:
+        path, text = write_proposal(final, config.spec_paths, run_id=plan.run_id,
+                                    workdir=config.workdir(plan.run_id))
+    except Exception as exc:  # noqa: BLE001 - fail soft: the run is stored without a proposal
+        delivery_log(log, plan.request.delivery_id).exception("spec write-back failed")
+        return None, None, f"spec write-back failed: {type(exc).__name__}: {exc}"
+    return path, text, None
 
 
 def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], config: RunConfig,
@@ -160,6 +178,7 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
     ports.progress.phase("refining")
     state = _refine(plan, head, config, ports, envs[0] if envs else None)
     final = list(state.results)
+    proposal, proposal_text, writeback_note = _write_back(plan, final, config)
     extra: dict[str, Any] = {"conclusion": Run.conclude(final)}
     if envs is not None:
         extra = _regression(plan, final, base, config, ports, envs)
@@ -171,13 +190,11 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
               finished_at=datetime.now(UTC), universe=plan.selection.universe,
               selected=len(plan.to_run), stages=list(state.stats),
               selection=list(plan.selection.selected), results=final,
-              counts=Run.count_outcomes(final), **extra)
-    notes = list(state.notes)
+              counts=Run.count_outcomes(final), spec_proposal=proposal_text, **extra)
+    notes = list(state.notes) + ([writeback_note] if writeback_note else [])
     run = _culprit(run, plan, config, ports, notes)
-    if run.culprit is not None:  # the run ends when its last bisection round has
-        run = run.model_copy(update={"finished_at": datetime.now(UTC)})
     ports.progress.phase("storing")
     report_error = ports.sink.accept(run)
     return RunOutcome(run=run, selection=plan.selection, notes=notes,
-                      proposals=list(state.proposals), workdir=config.workdir(plan.run_id),
+                      proposals=[str(proposal)] if proposal else [], workdir=config.workdir(plan.run_id),
                       report_error=report_error)

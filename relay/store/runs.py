@@ -56,6 +56,7 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     record.conclusion = run.conclusion
     record.stages = [s.model_dump(mode="json", by_alias=True) for s in run.stages]
     record.counts = dict(run.counts)
+    record.spec_proposal = run.spec_proposal
     session.add(record)
     session.flush()
     session.add_all(
@@ -117,7 +118,8 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
         finished_at=as_utc(record.finished_at), universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]
         stages=[StageStats.model_validate(s) for s in record.stages or []],
-        results=results, counts=dict(record.counts or {}), **(extra or {}),
+        results=results, counts=dict(record.counts or {}), spec_proposal=record.spec_proposal,
+        **(extra or {}),
     )
 
 

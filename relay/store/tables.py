@@ -90,6 +90,8 @@ class RunRecord(Base):
     conclusion: Mapped[str] = mapped_column(String(20))
     stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
+    #: stage 4's spec write-back, a unified diff (``Run.spec_proposal``)
+    spec_proposal: Mapped[str | None] = mapped_column(Text)
 
     results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"

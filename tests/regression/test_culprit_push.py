@@ -148,6 +148,19 @@ def test_replay_of_a_git_range_bisects_with_commit_env(tmp_path: Path) -> None:
                                         "environment": "current", "run": run["culprit"]["steps"][0]["run"]}]
     assert run["environments"]["head"]["faults"] == FAULT and run["head"] == up.commits[1]
     assert f"culprit: {up.commits[1]} breaks 1 NEW tests" in done.stderr
+    # the run finishes after its last bisection round (issue 18)
+    from datetime import datetime
+
+    from relay.store import list_runs, make_engine, make_session_factory
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'state' / 'relay.db'}")
+    try:
+        with make_session_factory(engine)() as s:
+            rounds = [r for r in list_runs(s) if r.trigger == "bisect"]
+    finally:
+        engine.dispose()
+    assert [r.id for r in rounds] == [run["culprit"]["steps"][0]["run"]]
+    assert datetime.fromisoformat(run["finished_at"]) >= max(r.finished_at for r in rounds)
 
 
 def test_replay_git_range_input_errors_are_one_line(tmp_path: Path) -> None:

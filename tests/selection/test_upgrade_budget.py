@@ -121,3 +121,14 @@ def test_selector_end_to_end_with_budget(universe, index):
     assert len(cut.to_run) == 1 and cut.to_run[0].id == full.to_run[0].id
     assert cut.stages[-1].name == "budget"
     assert to_selection(sel.select_state(cs)).selected == full.selected  # same input, same output
+
+
+def test_budget_reasons_print_fast_tests_in_ms(universe):
+    """A test under 50 ms reads in ms, not "0.0 s" (issue 18); slower ones stay in seconds."""
+    cands = tuple(Candidate(i, i.mode) for i in universe if i.op and i.mode != "skip")
+    st = SelectionState(changeset=ChangeSet(base="a", head="b"), candidates=cands, universe=len(cands))
+    durations = {cands[0].item.id: 0.012, cands[1].item.id: 0.0004, cands[2].item.id: 1.25}
+    out = {c.item.id: c.reasons[-1] for c in apply_budget(st, 10, durations).candidates}
+    assert out[cands[0].item.id].endswith("this test 12 ms)")
+    assert out[cands[1].item.id].endswith("this test 0.4 ms)")
+    assert out[cands[2].item.id].endswith("this test 1.2 s)") and "0.0 s" not in " ".join(out.values())

@@ -192,3 +192,27 @@ def test_failure_output_keeps_the_crash_message_and_traceback_lines() -> None:
     assert text.splitlines() == ["AssertionError: max abs error 0.5 > atol 0.001", "    assert close(a, b)",
                                  "E   AssertionError"]
     assert failure_output([passed]) is None
+
+
+def test_run_modes_override_the_spec_modes_in_every_record(fixtures: Path, fault_templates: str,
+                                                           tmp_path: Path) -> None:
+    """``modes`` (stage 3's classification) decides how an item runs: the spec's xfail item run
+    as mandatory_success fails; a must-pass item predicted xfail that passes is xpassed; an id
+    without a rule keeps its spec mode.  Results, JUnit properties and the items file agree."""
+    from test_specs.planned import ModeRule
+
+    fail, add = f"{TINY}::TestFault::test_fail[abs-float32]", f"{TINY}::TestCommon::test_compare_cpu[add-float32]"
+    flaky = f"{TINY}::TestFault::test_flaky[sub-float32]"
+    modes = {fail: ModeRule(mode="mandatory_success"),
+             add: ModeRule(mode="xfail", reason="selection: unsupported op: aten::add (test)")}
+    results = run_items([fail, add, flaky], [fixtures / "tiny_spec.yaml"], workdir=tmp_path / "w",
+                        device="cpu", reruns=1, timeout_s=60, modes=modes,
+                        env={"SPYRE_SPEC_TEMPLATES": fault_templates,
+                             "SPYRE_TEST_FLAKY_STATE": str(tmp_path / "flaky.state")})
+    got = {r.id: r for r in results}
+    assert (got[fail].mode, got[fail].outcome) == ("mandatory_success", "failed")
+    assert (got[add].mode, got[add].outcome) == ("xfail", "xpassed")
+    assert (got[flaky].mode, got[flaky].outcome) == ("mandatory_success", "flaky")
+    junit = (tmp_path / "w" / "junit.xml").read_text()
+    assert 'value="selection: unsupported op: aten::add (test)"' in junit
+    assert "the template always fails" not in junit  # the spec's xfail reason went with its mode

@@ -22,7 +22,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from relay.errors import RunNotFound
 from relay.service.deps import SessionDep
@@ -32,6 +32,7 @@ from relay.service.queries.common import SHA
 from relay.service.routes.dashboard import VERDICT_PATTERN, backend_readiness
 from relay.service.templating import render
 from relay.store.grid import inflight_deliveries
+from relay.store.runs import load_run
 
 __all__ = ["router", "error_page"]
 
@@ -68,6 +69,18 @@ def run_page(request: Request, run_id: str, session: SessionDep,
     except RunNotFound:
         return error_page(request, 404, f"run not found: {run_id}")
     return render(request, "run.html", view=view, json_url=f"/api/v1/runs/{quote(run_id, safe='')}")
+
+
+@router.get("/runs/{run_id}/spec-proposal.patch", response_class=PlainTextResponse)
+def run_spec_proposal(run_id: str, session: SessionDep) -> PlainTextResponse:
+    """The run's spec write-back as a patch file (``git apply`` it from the root it names)."""
+    try:
+        run = load_run(session, run_id)
+    except RunNotFound:
+        return PlainTextResponse(f"run not found: {run_id}\n", status_code=404)
+    if not run.spec_proposal:
+        return PlainTextResponse(f"run {run_id} proposed no spec edit\n", status_code=404)
+    return PlainTextResponse(run.spec_proposal, media_type="text/x-diff")
 
 
 @router.get("/commits/{sha}", response_class=HTMLResponse)

@@ -13,7 +13,7 @@ Raises ``ExecutionFailed`` when a chord fails or does not finish within ``RELAY_
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from relay.worker.celery.config import make_celery
 from relay.worker.celery.names import AGGREGATE
 from relay.worker.celery.shards import shard_signatures
 from relay.worker.celery.specs import spec_refs
+from test_specs.planned import ModeRule
 from test_specs.results import TestResult
 
 __all__ = ["CeleryExecutors", "CeleryExecutor"]
@@ -51,12 +52,14 @@ class CeleryExecutor:
     def __init__(self, settings: Settings, spec_paths: Sequence[Path], *, device: str = "spyre",
                  timeout_s: float = 120, reruns: int = 2, label: str = "run",
                  on_result: Callable[[TestResult], None] | None = None,
-                 env: dict[str, str] | None = None, python: str | None = None) -> None:
+                 env: dict[str, str] | None = None, python: str | None = None,
+                 modes: Mapping[str, ModeRule] | None = None) -> None:
         self.settings = settings
         self.app = _app_for(settings)
         self.specs = spec_refs(spec_paths)
         self.device, self.timeout_s, self.reruns = device, timeout_s, reruns
         self.label, self.on_result, self.env, self.python = label, on_result, env, python
+        self.modes = dict(modes or {})
         self.calls = 0
         self.run_keys: list[str] = []
 
@@ -64,7 +67,8 @@ class CeleryExecutor:
         """The chord for ``ids`` under ``run_key`` (not sent)."""
         header = shard_signatures(self.app, self.settings, run_key, ids, self.specs,
                                   device=self.device, timeout_s=self.timeout_s,
-                                  reruns=self.reruns, env=self.env, python=self.python)
+                                  reruns=self.reruns, env=self.env, python=self.python,
+                                  modes=self.modes)
         return chord(header, self.app.signature(AGGREGATE, args=(run_key, list(ids))), app=self.app)
 
     def __call__(self, ids: Sequence[str]) -> list[TestResult]:
@@ -96,8 +100,10 @@ class CeleryExecutors:
         self.device, self.timeout_s = device, timeout_s
 
     def __call__(self, workdir: Path, *, environment: Environment | None = None,
-                 on_result: Callable[[TestResult], None] | None = None) -> Executor:
+                 on_result: Callable[[TestResult], None] | None = None,
+                 modes: Mapping[str, ModeRule] | None = None) -> Executor:
         return CeleryExecutor(self.settings, self.spec_paths, device=self.device,
                               timeout_s=self.timeout_s, label=workdir.name, on_result=on_result,
+                              modes=modes,
                               env=None if environment is None else environment.env,
                               python=None if environment is None else str(environment.python))

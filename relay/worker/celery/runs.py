@@ -67,9 +67,11 @@ def _chord(app: Celery, settings: Settings, plan: RunPlan, note: str | None) -> 
     specs = spec_refs(config.spec_paths)
     head_env, base_env = _envs(plan, settings)
 
+    modes = plan.modes  # stage 3's mode per test: the shards run what select said
+
     def shards(key: str, ids: list[str], env: Environment | None) -> list[Any]:
         return shard_signatures(app, settings, key, ids, specs, device=config.device,
-                                timeout_s=config.timeout_s,
+                                timeout_s=config.timeout_s, modes=modes,
                                 env=None if env is None else env.env,
                                 python=None if env is None else str(env.python))
 

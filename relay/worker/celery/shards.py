@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from relay.store.db import create_schema, make_engine, make_session_factory
 from relay.store.shard_results import load_results, record_results, recorded_ids
 from relay.worker.celery.names import RUN_SHARD
 from relay.worker.celery.specs import materialize
+from test_specs.planned import ModeRule
 from test_specs.results import TestResult
 from test_specs.runner import run_items, shard_split
 
@@ -61,22 +62,28 @@ def plan_shards(ids: Sequence[str], shard_size: int) -> list[list[str]]:
 
 def shard_signatures(app: Celery, settings: Settings, run_key: str, ids: Sequence[str],
                      specs: list[dict[str, Any]], *, device: str, timeout_s: float, reruns: int = 2,
-                     env: dict[str, str] | None = None, python: str | None = None) -> list[Any]:
-    """One ``relay.run_shard`` signature per shard of ``ids`` (none for no ids)."""
+                     env: dict[str, str] | None = None, python: str | None = None,
+                     modes: Mapping[str, ModeRule] | None = None) -> list[Any]:
+    """One ``relay.run_shard`` signature per shard of ``ids`` (none for no ids); each carries
+    the run's mode of its own ids (``relay.pipeline.modes``) as JSON."""
     if not ids:
         return []
+    modes = modes or {}
     return [app.signature(RUN_SHARD, args=(run_key, k, part, specs),
                           kwargs={"device": device, "timeout_s": timeout_s, "reruns": reruns,
-                                  "env": env, "python": python})
+                                  "env": env, "python": python,
+                                  "modes": {i: modes[i].model_dump() for i in part if i in modes}})
             for k, part in enumerate(plan_shards(ids, settings.shard_size))]
 
 
 def run_shard(settings: Settings, run_key: str, shard: int, ids: list[str],
               specs: list[dict[str, Any]], *, device: str, timeout_s: float, reruns: int,
-              env: dict[str, str] | None, python: str | None, worker: str) -> list[dict]:
+              env: dict[str, str] | None, python: str | None, worker: str,
+              modes: Mapping[str, dict[str, Any]] | None = None) -> list[dict]:
     """The body of ``relay.run_shard`` (see the module docstring); usable without Celery.
-    Returns the shard's results as JSON dicts in ``ids`` order; raises ``ValueError`` for
-    duplicate ids and ``MissingResults`` when an id ends without a result."""
+    ``modes``: ``{id: ModeRule as JSON}`` (``shard_signatures``).  Returns the shard's results
+    as JSON dicts in ``ids`` order; raises ``ValueError`` for duplicate ids and
+    ``MissingResults`` when an id ends without a result."""
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate item ids in shard")
     sf = session_factory(settings.database_url)
@@ -97,7 +104,8 @@ def run_shard(settings: Settings, run_key: str, shard: int, ids: list[str],
             paths = materialize(specs, Path(tmp) / "specs")
             results = run_items(todo, paths, workdir=Path(tmp) / "run", device=device,
                                 reruns=reruns, timeout_s=timeout_s, env=env, on_result=record,
-                                python=python)
+                                python=python,
+                                modes={i: ModeRule.model_validate(m) for i, m in (modes or {}).items()})
         with sf() as session:  # results the runner made up (crashes, not collected) too
             record_results(session, run_key, [r for r in results if r.id not in streamed],
                            shard=shard, worker=worker)

@@ -5,7 +5,7 @@
     for rows still ``received``): ``relay.worker.celery.runs.start`` — claim, fan-out, plan,
     shards sent as a chord.  A message redelivered after its worker died finds the row
     ``processing``: it is moved back to ``received`` first so the delivery is not lost.
-``relay.run_shard(run_key, shard, ids, specs, device, timeout_s, reruns, env, python)``
+``relay.run_shard(run_key, shard, ids, specs, device, timeout_s, reruns, env, python, modes)``
     ``relay.worker.celery.shards.run_shard``; a database blip retries it under
     ``relay.retrying.SHARD_DB`` (its finished tests are kept), other errors fail the chord.
 ``relay.finish_run(shard_returns, plan, note)`` / ``relay.run_failed(...)``
@@ -68,10 +68,11 @@ def register(app: Celery) -> dict[str, Any]:
               retry_backoff_max=SHARD_DB.max_s, retry_jitter=False)
     def run_shard_task(self, run_key: str, shard: int, ids: list[str], specs: list[dict],
                        device: str = "spyre", timeout_s: float = 120, reruns: int = 2,
-                       env: dict[str, str] | None = None, python: str | None = None) -> list[dict]:
+                       env: dict[str, str] | None = None, python: str | None = None,
+                       modes: dict[str, dict] | None = None) -> list[dict]:
         return run_shard(settings_of(app), run_key, shard, ids, specs, device=device,
                          timeout_s=timeout_s, reruns=reruns, env=env, python=python,
-                         worker=self.request.hostname or "")
+                         worker=self.request.hostname or "", modes=modes)
 
     @app.task(name=AGGREGATE)
     def aggregate_task(shard_returns: list[Any], run_key: str, ids: list[str]) -> list[dict]:
