@@ -18,7 +18,10 @@ torch-spyre writes the real inputs an op or module saw inside a model into its c
 captured ``device`` of a tensor (``cuda``, ``spyre``) is where the capture ran, not where the
 test runs, and is ignored.  A ``value`` of the form ``<config:pkg.mod.Class>`` is a
 HuggingFace config object: ``build`` constructs ``pkg.mod.Class()`` (its defaults) and raises
-``ImportError`` when the package is not installed.
+``ImportError`` when the package is not installed.  A ``value`` string holding a tuple or list
+literal (``(768,)``, as captures write shapes) is that literal, one naming a dtype
+(``torch.bool``) that dtype; a ``device`` keyword argument is
+the device the test runs on.
 
 Init strategies (torch-spyre ``oot_test_config_models``): ``rand`` (uniform [0, 1)), ``randn``,
 ``randint`` (``init_args.low``..``high``, ``high`` required), ``zeros``, ``ones``, ``full``
@@ -198,6 +201,18 @@ class ArgSpec(_Model):
             return _literal(self.py)
         if isinstance(self.value, str) and self.value.startswith(CONFIG_PREFIX):
             return _config_object(self.value)
+        if isinstance(self.value, str) and self.value.startswith("torch."):  # ``dtype: torch.bool``
+            try:
+                import torch
+
+                return getattr(torch, canonical_dtype(self.value))
+            except ValueError:
+                return self.value
+        if isinstance(self.value, str) and self.value[:1] in "([":  # a captured tuple: ``(768,)``
+            try:
+                return _literal(self.value)
+            except ValueError:
+                return self.value
         return self.value
 
 
@@ -247,15 +262,24 @@ class CallInputs(_Model):
         import torch
 
         g = torch.Generator().manual_seed(0 if seed is None else seed)
-        return [a.build(device, g) for a in self.args], {k: a.build(device, g) for k, a in self.kwargs.items()}
+        kwargs = {k: device if k == "device" else a.build(device, g) for k, a in self.kwargs.items()}
+        return [a.build(device, g) for a in self.args], kwargs
 
 
 def import_object(path: str) -> Any:
-    """``pkg.mod.Name`` imported; raises ``ImportError``/``AttributeError`` with the path."""
-    mod, _, name = path.rpartition(".")
-    if not mod:
+    """``pkg.mod.Name`` (or ``pkg.Class.attr``) imported: the longest importable module prefix,
+    then attributes; raises ``ImportError``/``AttributeError`` naming the path."""
+    parts = path.split(".")
+    if len(parts) < 2:
         raise ImportError(f"{path!r} is not a dotted path 'package.module.Name'")
-    obj = importlib.import_module(mod)
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            if cut == 1:
+                raise
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ImportError(path)  # pragma: no cover - the loop returns or raises
