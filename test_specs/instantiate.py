@@ -12,6 +12,7 @@ the device is registered and before any upstream test module is imported):
    entry's ``edits.ops.include`` are injected from ``op_db`` (RFC 1287: include adds the op to
    the test's ``@ops`` list), minus ``edits.ops.exclude``; ``allowed_dtypes`` gains the
    entry's ``edits.dtypes.include``;
+   a ``@modules`` test's ``module_info_list`` likewise (``edited_module_list``);
 2. after the original call, every new variant that ``FileRules.decide`` rejects (dtype or op
    filtered, mode ``skip``) is deleted from the class, so pytest never collects it — not built,
    not skipped (torch-spyre deletes them too).
@@ -92,6 +93,35 @@ def edited_op_list(rules: FileRules, gcls: str, gtest: str, op_list: list[Any]) 
     return out
 
 
+def _modules_instance(test: Any) -> Any:
+    from torch.testing._internal.common_modules import modules
+
+    p = getattr(getattr(test, "__func__", test), "parametrize_fn", None)
+    inst = getattr(p, "__self__", None)
+    return inst if isinstance(inst, modules) else None
+
+
+def edited_module_list(rules: FileRules, gcls: str, gtest: str, module_list: list[Any]) -> list[Any]:
+    """The ``@modules`` list of ``gcls::gtest``: kept to ``global.supported_modules`` (when it
+    shares a module with it), then to the entry's ``edits.modules.include`` names when it lists
+    any (torch-spyre registers ``module_path`` entries as new ModuleInfos; here those run as
+    captured items, ``captured_run``, so an include of only such entries leaves no ModuleInfo),
+    minus ``edits.modules.exclude``.  Names match ``nn.Linear`` or ``torch.nn.Linear``."""
+    g = rules.spec.config.global_
+    hit = rules.entry_for(gcls, gtest)
+    edits = hit[2].edits.modules if hit else None
+    named = lambda m, names: m.name in names or f"torch.{m.name}" in names  # noqa: E731
+    out = list(module_list)
+    if g.supported_modules is not None:
+        names = {m.name for m in g.supported_modules}
+        out = [m for m in out if named(m, names)] or out
+    if edits and edits.include:
+        out = [m for m in out if named(m, {n.name for n in edits.include})]
+    if edits and edits.exclude:
+        out = [m for m in out if not named(m, {n.name for n in edits.exclude})]
+    return out
+
+
 def install(book: Rulebook) -> None:
     """Wrap ``PrivateUse1TestBase.instantiate_test`` with the rules of ``book`` (idempotent)."""
     from torch.testing._internal.common_device_type import PrivateUse1TestBase
@@ -106,8 +136,12 @@ def install(book: Rulebook) -> None:
         gcls = generic_cls.__name__
         inst = _ops_instance(test)
         saved = (inst.op_list, inst.allowed_dtypes) if inst is not None else None
+        mods = _modules_instance(test)
+        saved_mods = mods.module_info_list if mods is not None else None
         before = set(vars(cls))
         try:
+            if mods is not None:
+                mods.module_info_list = edited_module_list(rules, gcls, name, mods.module_info_list)
             if inst is not None:
                 inst.op_list = edited_op_list(rules, gcls, name, inst.op_list)
                 hit = rules.entry_for(gcls, name)
@@ -120,6 +154,8 @@ def install(book: Rulebook) -> None:
         finally:
             if inst is not None and saved is not None:
                 inst.op_list, inst.allowed_dtypes = saved
+            if mods is not None:
+                mods.module_info_list = saved_mods
         _prune(cls, rules, gcls, set(vars(cls)) - before)
 
     instantiate_test.__spyre_original__ = original  # type: ignore[attr-defined]

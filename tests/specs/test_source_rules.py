@@ -172,3 +172,59 @@ def test_name_patterns_are_globs_or_regexes() -> None:
     assert name_matches("TestOps::test_rope_fms_.*", "TestOps", "test_rope_fms_fp16")
     assert name_matches("test_exact", "AnyClass", "test_exact")
     assert not name_matches("TestA::test_x", "TestB", "test_x")
+
+
+FAKE_MODULES = '''
+import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests
+from torch.testing._internal.common_modules import module_db, modules
+from torch.testing._internal.common_utils import TestCase
+
+_SOME = [m for m in module_db if m.name in ("nn.Linear", "nn.ReLU", "nn.Tanh")]
+
+
+class TestModule(TestCase):
+    @modules(_SOME, allowed_dtypes=(torch.float32,))
+    def test_forward(self, device, dtype, module_info, training):
+        pass
+
+    @modules(_SOME, allowed_dtypes=(torch.float32,))
+    def test_other(self, device, dtype, module_info, training):
+        pass
+
+
+instantiate_device_type_tests(TestModule, globals())
+'''
+
+MODULES_SPEC = """test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_fake_modules.py
+      unlisted_test_mode: mandatory_success
+      tests:
+        - names: ['*TestModule*::test_forward']
+          edits:
+            modules:
+              include:
+                - {name: torch.nn.Linear}
+                - name: Custom_0
+                  module_path: torch.nn.Identity
+  global:
+    supported_modules: [{name: torch.nn.Linear}, {name: torch.nn.ReLU}]
+"""
+
+
+def test_modules_lists_follow_supported_modules_and_include(tmp_path: Path) -> None:
+    pytest.importorskip("spyre_backend")
+    root = tmp_path / "pytorch"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_fake_modules.py").write_text(FAKE_MODULES)
+    spec = tmp_path / "mods.yaml"
+    spec.write_text(MODULES_SPEC)
+    items, _ = collect([spec], root)
+    names = sorted(i.id.split("::")[-1] for i in items)
+    # test_forward: only the included ModuleInfo (Custom_0 runs as a captured item, not here);
+    # test_other (unlisted): supported_modules keeps Linear and ReLU, Tanh is not built
+    assert [n for n in names if "forward" in n] and all("Linear" in n for n in names if "forward" in n)
+    other = [n for n in names if "other" in n]
+    assert any("Linear" in n for n in other) and any("ReLU" in n for n in other)
+    assert not any("Tanh" in n for n in names)
