@@ -4,6 +4,7 @@ Called once per aten op call whose dispatch key set selects PrivateUse1 (any dev
 argument, or ``device="spyre"``). Steps, in order:
 
 1. look the overload up in the support table (``spyre_backend.support``); absent or denied →
+   torch's own argument error if the call is invalid (``validation``), else
    ``SpyreUnsupportedOpError`` (a ``NotImplementedError``) naming the aten op;
 2. check the dtype of every device tensor argument → ``SpyreDtypeError`` (a ``TypeError``), and
    that no CPU tensor (other than a 0-dim scalar) is mixed in → PyTorch's same-device
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, device_module, faults, numerics, support, tensors
+from . import adapters, device_module, faults, numerics, support, tensors, validation
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 
 __all__ = ["spyre_fallback", "DEVICE_TYPE"]
@@ -152,8 +153,8 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     if info is None:
         info = _infos[op] = _OpInfo(op)
     row = info.row
-    if row is None or not row.supported:
-        raise _unsupported(info)
+    if row is None or not row.supported:  # torch's own argument errors come first (validation)
+        raise validation.torch_error_first(op, args, kwargs) or _unsupported(info)
     if info.handler is not None:
         return info.handler(info, op, args, kwargs)
 

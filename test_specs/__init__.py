@@ -20,12 +20,16 @@ Public API (import from the submodules; this package imports nothing heavy):
   ``python -m test_specs.generate``: regenerate ``opinfo_all.yaml``/``modules.yaml`` from a sweep.
 
 Module map (each imports only modules listed before it; nothing here imports ``selection`` or
-``relay``): ``modes``, ``items``, ``results`` (value objects) ← ``schema`` (pydantic models) ←
-``yamlmarks`` (marks, duplicate keys) ← ``loader`` ← ``precedence`` (the spec's precedence
-rules), ``opinfo_skips`` (upstream's own skips) ← ``template_kit`` ← ``op_templates`` /
-``module_templates`` ← ``templates`` (registry) ← ``marks``, ``records`` (results from
-pytest-reportlog) ← ``containment`` (crash notes, hang watchdog under xdist) ← ``upstream``
-(source-tree pytest items) ← ``expand`` ← ``check`` / ``plugin`` (spec pytest items) ←
-``runner`` (pytest with xdist workers, live results) ← ``sweep``; ``generate`` writes specs from
-a sweep.
+``relay``): ``modes``, ``items``, ``results`` (value objects), ``dtypes`` (torch dtype names),
+``comments`` (YAML comment reasons) ← ``captured`` (captured call inputs) ← ``schema``
+(pydantic models) ← ``yamlmarks`` (marks, duplicate keys) ← ``loader`` ← ``precedence`` (the
+spec's precedence rules), ``opinfo_skips`` (upstream's own skips) ← ``template_kit`` ←
+``op_templates`` / ``module_templates`` ← ``templates`` (registry) ← ``marks``, ``records``
+(results from pytest-reportlog) ← ``containment`` (crash notes, hang watchdog under xdist) ←
+``source_rules`` (a spec's rules for one upstream file) ← ``instantiate`` (applied while
+upstream builds tests) ← ``upstream`` (source-tree pytest items), ``captured_run`` (model-ops /
+module-tests entries) ← ``expand`` ← ``check`` / ``plugin`` (spec pytest items) ← ``runner``
+(pytest with xdist workers, live results) ← ``sweep``; ``fidelity`` (agreement of results with
+a config's declared Spyre behaviour, for ``bench/spyre_fidelity.py``); ``generate`` writes
+specs from a sweep.
 """

@@ -5,7 +5,7 @@ never raises for bad content: YAML syntax, duplicate keys, unknown keys, bad val
 ``loader.parse_spec``), then semantic errors of ``source: op_db`` entries (unknown template,
 unknown op, an op/template pair listed twice; ``expand.semantic_errors``).  ``strict=True``
 also reports every ``skip``/``xfail`` (test mode, ``unlisted_test_mode``, ``force_xfail``) that
-lacks a ``reason`` or an ``issue`` (our superset's rule, ``strict_errors``).
+states no reason: no ``reason``/``issue`` key and no YAML comment (``strict_errors``).
 
 Errors are sorted by (file, line, col) and deduplicated.
 """
@@ -28,27 +28,32 @@ def _has_unlisted(f: Any) -> bool:
 
 
 def strict_errors(spec: Spec) -> list[SpecError]:
-    """Every skip/xfail in ``spec`` lacking ``reason`` or ``issue`` (our superset's rule)."""
+    """Every skip/xfail in ``spec`` that does not say why (our superset's rule): it needs a
+    ``reason`` (or ``issue``) key, or a YAML comment on its line or right above its entry, the
+    way torch-spyre writes reasons (``Spec.comment_reason``)."""
     out: list[SpecError] = []
 
-    def need(loc: tuple[Any, ...], what: str, reason: str | None, issue: str | None) -> None:
-        missing = [k for k, v in (("reason", reason), ("issue", issue)) if not v]
-        if missing:
-            out.append(spec.error(loc, f"{what} needs {' and '.join(missing)} (strict mode)"))
+    def need(loc: tuple[Any, ...], key: str, what: str, reason: str | None, issue: str | None,
+             comment: bool | None = None) -> None:
+        if not (reason or issue or (spec.comment_reason(loc, key) if comment is None else comment)):
+            out.append(spec.error(loc + (key,), f"{what} needs a reason: a 'reason' or 'issue' key, or a YAML "
+                                                 "comment on or above the entry (strict mode)"))
 
     cfg = spec.config
     for fi, f in enumerate(cfg.files):
         if f.unlisted_test_mode != "mandatory_success" and f.source is not None and _has_unlisted(f):
-            need(("files", fi, "unlisted_test_mode"), f"unlisted_test_mode {f.unlisted_test_mode}", f.reason, f.issue)
+            need(("files", fi), "unlisted_test_mode", f"unlisted_test_mode {f.unlisted_test_mode}", f.reason, f.issue)
         for ti, t in enumerate(f.tests):
             if t.mode != "mandatory_success":
-                need(("files", fi, "tests", ti, "mode"), f"mode {t.mode}", t.reason, t.issue)
+                said = spec.test_reason(fi, ti) is not None or all(
+                    spec.test_reason(fi, ti, ni) for ni in range(len(t.names)))
+                need(("files", fi, "tests", ti), "mode", f"mode {t.mode}", t.reason, t.issue, said)
     for oi, o in enumerate(cfg.global_.supported_ops or []):
         if o.force_xfail:
-            need(("global", "supported_ops", oi, "force_xfail"), f"force_xfail on op {o.name!r}", o.reason, o.issue)
+            need(("global", "supported_ops", oi), "force_xfail", f"force_xfail on op {o.name!r}", o.reason, o.issue)
     for di, d in enumerate(cfg.global_.supported_dtypes):
         if d.force_xfail:
-            need(("global", "supported_dtypes", di, "force_xfail"), f"force_xfail on dtype {d.name!r}", d.reason,
+            need(("global", "supported_dtypes", di), "force_xfail", f"force_xfail on dtype {d.name!r}", d.reason,
                  d.issue)
     return out
 

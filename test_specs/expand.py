@@ -267,7 +267,9 @@ def expand_spec(spec: Spec) -> list[SpecItem]:
 def expand(spec_paths: Iterable[str | Path] | None = None, *, upstream: str | Path | None = None) -> list[SpecItem]:
     """All items of ``spec_paths`` (default: ``spec_paths_default()``), sorted by id.
 
-    ``upstream`` (a PyTorch checkout) adds the items of ``path:`` entries: their files are
+    Captured entries of ``path:`` entries (model-ops / module-tests configs) always give their
+    items (``captured_run.captured_items``).  ``upstream`` (a PyTorch checkout) adds the items of
+    ``path:`` entries: their files are
     resolved (``${TORCH_ROOT}``, globs) and collected through PyTorch's device-generic mechanism
     in a subprocess (``test_specs.upstream.collect_items``); without it ``path:`` entries give no
     items.  Raises ``loader.SpecLoadError`` for a file that does not load, ``ValueError`` for
@@ -278,6 +280,9 @@ def expand(spec_paths: Iterable[str | Path] | None = None, *, upstream: str | Pa
     extra: list[SpecItem] = []
     if upstream is not None:
         extra = collect_items(paths, Path(upstream))
+    from test_specs.captured_run import captured_items  # model-ops / module-tests entries
+
+    extra += [it for p in paths for it, _ in captured_items(load_spec(p))]
     for it in [x for p in paths for x in expand_spec(load_spec(p))] + extra:
         if it.id in items:
             raise ValueError(f"item id {it.id} produced twice (two spec files with the same stem?)")

@@ -11,12 +11,14 @@ at the first.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from test_specs.comments import comment_block_above, comment_reason
 from test_specs.schema import SpecDocument, SuiteConfig
 from test_specs.yamlmarks import Mark, Pos, load_yaml, locate
 
@@ -61,6 +63,38 @@ class Spec:
     def pos(self, *loc: Any) -> Pos:
         """Position of the node at ``loc`` (or its deepest present ancestor)."""
         return locate(self.marks, ("test_suite_config",) + loc)
+
+    @functools.cached_property
+    def _lines(self) -> list[str]:
+        try:
+            return self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return []
+
+    def comment_reason(self, loc: tuple[Any, ...], *keys: str) -> str | None:
+        """The YAML comment that gives the reason for the entry at ``loc`` (torch-spyre writes
+        reasons as comments): a trailing comment on the line of one of its ``keys`` (in order),
+        else the comment block right above the entry (``test_specs.comments``); else ``None``.
+        For a list element (a name in ``names``) the element's own line counts as its key line."""
+        full = ("test_suite_config",) + loc
+        item = self.marks.get(full)
+        if item is None:
+            return None
+        lines = [m.key.line for m in (self.marks.get(full + (k,)) for k in keys) if m is not None]
+        return comment_reason(self._lines, item.value.line, *(lines or [item.value.line]))
+
+    def test_reason(self, fi: int, ti: int, ni: int | None = None) -> str | None:
+        """The comment reason of the ``ni``-th name of ``files[fi].tests[ti]`` (its trailing comment,
+        or the comment block above it or above an earlier name of the list), else that of the entry
+        (its ``mode``/``names`` lines or the block above it); ``None`` if there is none."""
+        base = ("files", fi, "tests", ti, "names")
+        named = self.comment_reason(base + (ni,)) if ni is not None else None
+        for prev in range((ni or 0) - 1, -1, -1):  # a comment above a name heads the names after it
+            if named:
+                break
+            p = self.marks.get(("test_suite_config",) + base + (prev,))
+            named = comment_block_above(self._lines, p.value.line) if p else None
+        return named or self.comment_reason(("files", fi, "tests", ti), "mode", "names")
 
     def error(self, loc: tuple[Any, ...], message: str) -> SpecError:
         """A ``SpecError`` at the node ``loc`` (path under ``test_suite_config``) of this file."""

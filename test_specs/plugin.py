@@ -20,6 +20,9 @@ Load it explicitly (it is not auto-registered)::
   ``pytest.mark.xfail`` (fail = xfailed, pass = xpassed); ``xfail_strict`` → strict (pass =
   failed); ``skip`` → skipped with its reason.  Tags become marks (registered on the fly).
 - ``user_properties`` carry id/op/module/dtype/mode/upstream/reason/issue into JUnit XML.
+- ``path:`` entries carrying captured inputs (model-ops ``sample_inputs_func``, module tests
+  ``module_path``) also yield one ``CapturedTestItem`` per captured call/module
+  (``test_specs.captured_run``): those formats run from the spec itself.
 - Upstream test files (source-tree mode) get their ``SpecItem`` from ``test_specs.upstream``;
   ``--spyre-select`` and ``--spyre-dump-items`` treat them like spec items (``spec_item_of``).
 """
@@ -150,8 +153,16 @@ class SpecFile(pytest.File):
         from test_specs.expand import expand_spec
         from test_specs.loader import load_spec
 
-        for it in expand_spec(load_spec(self.path)):
+        spec = load_spec(self.path)
+        for it in expand_spec(spec):
             yield SpecTestItem.from_parent(self, name=it.id.split("::", 1)[1], spec_item=it)
+        if any(f.path is not None for f in spec.config.files):
+            from test_specs.captured_run import captured_items
+
+            seed = spec.config.global_.input_config.seed
+            for it, entry in captured_items(spec):
+                yield CapturedTestItem.from_parent(self, name=it.id.split("::", 1)[1], spec_item=it,
+                                                   entry=entry, seed=seed)
 
 
 class SpecTestItem(pytest.Item):
@@ -192,3 +203,23 @@ class SpecTestItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, self.spec_item.id  # skip reports need a line number
+
+
+class CapturedTestItem(SpecTestItem):
+    """A captured op call (model-ops config) or module (module-tests config) of a spec, run on
+    the ``--spyre-device`` against the CPU (``test_specs.captured_run``)."""
+
+    def __init__(self, *, entry: Any, seed: int | None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.entry, self.seed = entry, seed
+
+    def runtest(self) -> None:
+        from test_specs.captured_run import run_module, run_op
+
+        it = self.spec_item
+        tol = it.tolerance or DEFAULT_TOLERANCE.get(it.dtype, Tolerance(atol=0.0, rtol=0.0))
+        device = self.config.getoption("--spyre-device")
+        if it.module is not None:
+            run_module(self.entry, it.dtype, device, self.seed, tol)
+        else:
+            run_op(self.entry, device, self.seed, tol)

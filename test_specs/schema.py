@@ -21,6 +21,13 @@ The upstream format is torch-spyre's ``tests/oot_framework`` YAML (RFC 1287)::
         supported_ops: [add | {name, force_xfail, dtypes: [{name, precision: {atol, rtol}}]}]
         supported_modules: [...]
 
+Also torch-spyre's: dtype names with torch's aliases (``half``, ``torch.float32``; stored under
+the canonical name, ``test_specs.dtypes``); glob/regex ``names`` (``*TestModule*::test_forward``);
+module tests (``edits.modules.include[]`` with ``module_path``, ``constructor_inputs``,
+``forward_inputs``) and model-ops configs (``edits.ops.include[].sample_inputs_func``, RFC-0186),
+whose captured inputs are ``test_specs.captured`` models; reasons written as YAML comments
+(``Spec.comment_reason``).  Every bad entry of a list is reported at its own line.
+
 Our strict superset (everything above loads unchanged):
 
 - a file entry may name ``source: op_db`` (or ``module_db``) instead of ``path``; its test
@@ -37,22 +44,18 @@ runs.  All models are frozen.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from test_specs.captured import CallInputs
+from test_specs.dtypes import canonical_dtype
 from test_specs.modes import Mode
 
-#: dtype names accepted anywhere a dtype is named (``torch.<name>`` attributes).
-DTYPE_NAMES: frozenset[str] = frozenset(
-    {
-        "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
-        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
-        "float8_e4m3fn", "float8_e5m2",
-    }
-)
-#: ``Class::method`` or a plain module-level ``method`` (torch-spyre accepts both).
-_TEST_NAME = re.compile(r"^(?:[A-Za-z_]\w*::)?[A-Za-z_]\w*$")
+#: ``Class::method`` or a plain module-level ``method`` (torch-spyre accepts both); either part
+#: may be a glob (``*TestModule*::test_forward``) or a regular expression (``test_rope_.*``), as
+#: torch-spyre matches names holding ``* ? [ ]`` as patterns.
+_TEST_NAME = re.compile(r"^(?:[\w*?\[\].+|()^$-]+::)?[\w*?\[\].+|()^$-]+$")
 
 Source = Literal["op_db", "module_db"]
 
@@ -69,9 +72,17 @@ def _names_to_dicts(v: Any) -> Any:
 
 
 def _check_dtype(name: str) -> str:
-    if name not in DTYPE_NAMES:
-        raise ValueError(f"unknown dtype {name!r}; expected one of {sorted(DTYPE_NAMES)}")
-    return name
+    """The canonical torch dtype name of ``name`` (aliases such as ``half`` accepted)."""
+    return canonical_dtype(name)
+
+
+def _check_test_name(n: str) -> str:
+    if not _TEST_NAME.match(n):
+        raise ValueError(f"invalid test name {n!r}; expected 'Class::method' or 'method' (globs allowed)")
+    return n
+
+
+TestName = Annotated[str, AfterValidator(_check_test_name)]
 
 
 class Precision(_Model):
@@ -95,6 +106,20 @@ class OpNamed(Named):
 
     tags: list[str] = Field(default_factory=list)
     exact: bool = False
+    #: model-ops configs (torch-spyre RFC-0186): the captured inputs of one call of the op
+    #: ``name`` (a dotted callable such as ``torch.nn.functional.linear``) inside a model.
+    sample_inputs_func: CallInputs | None = None
+
+
+class ModuleNamed(Named):
+    """A module in ``edits.modules.include``/``exclude``: a ModuleInfo name (``nn.Linear``) or,
+    torch-spyre's module tests, any ``nn.Module`` class at ``module_path`` built with
+    ``constructor_inputs`` and called with each of ``forward_inputs`` (captured in a model)."""
+
+    module_path: str | None = None
+    constructor_inputs: CallInputs = Field(default_factory=CallInputs)
+    forward_inputs: list[CallInputs] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
 
 
 class DtypeNamed(Named):
@@ -117,8 +142,8 @@ class OpsEdits(_Model):
 
 
 class ModulesEdits(_Model):
-    include: list[Named] = Field(default_factory=list)
-    exclude: list[Named] = Field(default_factory=list)
+    include: list[ModuleNamed] = Field(default_factory=list)
+    exclude: list[ModuleNamed] = Field(default_factory=list)
 
 
 class DtypesEdits(_Model):
@@ -144,7 +169,7 @@ class TestEntry(_Model):
 
     __test__ = False
 
-    names: list[str]
+    names: list[TestName]
     mode: Mode = "mandatory_success"
     tags: list[str] = Field(default_factory=list)
     labels: list[str] = Field(default_factory=list)
@@ -164,9 +189,6 @@ class TestEntry(_Model):
     @field_validator("names")
     @classmethod
     def _name_shape(cls, v: list[str]) -> list[str]:
-        for n in v:
-            if not _TEST_NAME.match(n):
-                raise ValueError(f"invalid test name {n!r}; expected 'Class::method' or 'method'")
         if not v:
             raise ValueError("names must not be empty")
         return v

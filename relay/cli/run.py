@@ -152,7 +152,7 @@ def changes(
 @specs_app.command("check")
 def specs_check(
     paths: Annotated[list[Path] | None, typer.Argument(help="Spec files or directories.")] = None,
-    strict: Annotated[bool, typer.Option(help="Also require reason and issue on skip/xfail.")] = False,
+    strict: Annotated[bool, typer.Option(help="Also require a reason (key or comment) on skip/xfail.")] = False,
 ) -> None:
     """Validate specs; print every error as file:line:col: message; exit 1 on any.  Warnings
     (file:line:col: warning: ..., e.g. dtypes the Spyre device refuses) never change the exit."""

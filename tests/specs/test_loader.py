@@ -82,12 +82,13 @@ def test_plain_torch_spyre_config_loads_unchanged(fixtures: Path) -> None:
     assert check_specs([fixtures / "plain_torch_spyre.yaml"]) == []
 
 
-def test_strict_mode_requires_reason_and_issue(fixtures: Path) -> None:
+def test_strict_mode_requires_a_reason(fixtures: Path) -> None:
     errors = check_specs([fixtures / "plain_torch_spyre.yaml"], strict=True)
+    tail = " needs a reason: a 'reason' or 'issue' key, or a YAML comment on or above the entry (strict mode)"
     assert [(e.line, e.message) for e in errors] == [
-        (12, "mode xfail needs reason and issue (strict mode)"),
-        (54, "force_xfail on dtype 'float32' needs reason and issue (strict mode)"),
-        (66, "force_xfail on op 'gcd' needs reason and issue (strict mode)"),
+        (12, "mode xfail" + tail),
+        (54, "force_xfail on dtype 'float32'" + tail),
+        (66, "force_xfail on op 'gcd'" + tail),
     ]
 
 

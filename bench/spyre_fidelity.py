@@ -1,0 +1,123 @@
+"""Fidelity of the simulated device to real Spyre as torch-spyre's own configs declare it.
+
+``python bench/spyre_fidelity.py --upstream PYTORCH_CHECKOUT [--configs DIR] [--only NAME...]
+[--shards 2] [--timeout 300] [--json]``
+
+For every torch-spyre config in ``--configs`` (default: ``$SPYRE_CONFIGS``, else
+``../shared/fixtures/torch-spyre-configs`` beside this repository) whose ``path:`` entries name
+files present in the checkout ("fits"), runs the whole config on the simulated device (what
+``relay run --spec CONFIG --upstream CHECKOUT`` does: items collected in source-tree mode under
+the config's rules) and scores each test against what the config declares
+(``test_specs.fidelity``: ``mandatory_success`` → passes, ``xfail`` → fails).  Prints, per
+config and overall: tests run, agreement (agreeing / scored) and the disagreements clustered by
+direction and signature (the largest first, with an example id).  Configs that do not fit are
+listed with the missing path.  The baseline measured in the same run is "every test passes"
+(``baseline``: the agreement a device that never fails would get), so the printed ratio says
+how much the simulation's failures follow Spyre's.  Wall times are measured under whatever
+load the machine has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from test_specs.fidelity import agreement, clusters  # noqa: E402
+from test_specs.loader import load_spec  # noqa: E402
+from test_specs.runner import run_items  # noqa: E402
+from test_specs.source_rules import resolve  # noqa: E402
+from test_specs.upstream import collect  # noqa: E402
+
+
+def _configs_dir(arg: str | None) -> Path:
+    if arg:
+        return Path(arg)
+    if os.environ.get("SPYRE_CONFIGS"):
+        return Path(os.environ["SPYRE_CONFIGS"])
+    return Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "torch-spyre-configs"
+
+
+def fits(config: Path, root: Path) -> str | None:
+    """``None`` when every ``path:`` of ``config`` names a file in ``root``, else the first that does not."""
+    spec = load_spec(config)
+    paths = [f.path for f in spec.config.files if f.path is not None]
+    if not paths:
+        return "no path: entries"
+    return next((p for p in paths if not resolve(p, root, config)), None)
+
+
+def run_config(config: Path, root: Path, *, shards: int, timeout: int) -> dict:
+    """Collect, run and score one config; the per-config report (JSON-ready)."""
+    t0 = time.monotonic()
+    items, problems = collect([config], root)
+    with tempfile.TemporaryDirectory(prefix="fidelity-") as wd:
+        results = run_items([i.id for i in items], [config], workdir=Path(wd), reruns=0, timeout_s=timeout,
+                            shards=shards, upstream=root)
+    a = agreement(results)
+    base = agreement([r.model_copy(update={"outcome": "xpassed" if r.mode.startswith("xfail") else "passed"})
+                      for r in results if r.outcome != "skipped"])
+    return {"config": config.name, "tests": len(results), "wall_s": round(time.monotonic() - t0, 1),
+            "scored": a.scored, "agree": a.agree, "agreement": round(a.rate, 4),
+            "baseline_all_pass": round(base.rate, 4), "unscored": dict(a.unscored),
+            "declared_vs_sim": {f"{d} -> {'pass' if p else 'fail'}": n for (d, p), n in sorted(a.by_mode.items())},
+            "problems": problems,
+            "clusters": [{"direction": d, "signature": s, "count": len(rs), "example": rs[0].id}
+                         for d, s, rs in clusters(a.disagree)]}
+
+
+def _print(rep: dict) -> None:
+    print(f"\n== {rep['config']}: {rep['tests']} tests in {rep['wall_s']} s (measured under load); "
+          f"agreement {rep['agree']}/{rep['scored']} = {rep['agreement']:.1%} "
+          f"(baseline 'all pass' {rep['baseline_all_pass']:.1%}); unscored {rep['unscored']}")
+    print(f"   declared -> sim: {rep['declared_vs_sim']}")
+    for c in rep["clusters"][:15]:
+        print(f"   {c['count']:5d}  {c['direction']}: {c['signature']}\n          e.g. {c['example']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--upstream", required=True, type=Path, help="PyTorch checkout (${TORCH_ROOT})")
+    ap.add_argument("--configs", default=None, help="folder of torch-spyre configs")
+    ap.add_argument("--only", nargs="*", default=None, help="config file names to run (default: all that fit)")
+    ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    root, cdir = args.upstream.resolve(), _configs_dir(args.configs)
+    if not cdir.is_dir():
+        print(f"no configs folder {cdir}", file=sys.stderr)
+        return 2
+    reports, unfit = [], {}
+    for cfg in sorted(cdir.glob("*.yaml")):
+        if args.only and cfg.name not in args.only:
+            continue
+        missing = fits(cfg, root)
+        if missing is not None:
+            unfit[cfg.name] = missing
+            continue
+        rep = run_config(cfg, root, shards=args.shards, timeout=args.timeout)
+        reports.append(rep)
+        if not args.json:
+            _print(rep)
+    agree, scored = sum(r["agree"] for r in reports), sum(r["scored"] for r in reports)
+    total = {"configs_run": len(reports), "agree": agree, "scored": scored,
+             "agreement": round(agree / scored, 4) if scored else None, "not_fitting": unfit}
+    if args.json:
+        print(json.dumps({"total": total, "configs": reports}, indent=1))
+    else:
+        print(f"\nTOTAL over {len(reports)} configs: agreement {agree}/{scored}"
+              + (f" = {agree / scored:.1%}" if scored else "") + f"; not fitting: {len(unfit)}")
+        for name, why in sorted(unfit.items()):
+            print(f"   {name}: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
