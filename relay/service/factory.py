@@ -40,6 +40,7 @@ from relay.reporting.sender import make_sender
 from relay.service import intake
 from relay.service.lifecycle import SHUTDOWN_GRACE_S, lifespan_for, recover_pending
 from relay.service.metrics import Metrics, event_label
+from relay.service.recovery import Recovery
 from relay.service.routes import callback, dashboard, health, ingest, page, page_ops
 from relay.service.writer import DeliveryWriter
 from relay.settings import Settings, get_settings
@@ -117,6 +118,8 @@ def _wire_webhooks(app: FastAPI, settings: Settings, queue: TaskQueue | None, re
     # the factory is looked up per batch so a replaced app.state.session_factory takes effect
     state.writer = DeliveryWriter(lambda: app.state.session_factory())
     state.deliverer = _deliverer(app, settings)
+    state.recovery = Recovery(lambda: app.state.session_factory, lambda: app.state.queue,
+                              settings.recover_interval_s)
     app.intake = intake.WebhookIntake(state)
 
 
@@ -154,7 +157,7 @@ def create_app(
     state.settings, state.webhook_secret, state.engine = settings, secret, engine
     state.session_factory = make_session_factory(engine)
     state.metrics = Metrics()
-    state.queue = state.writer = state.deliverer = state.catchup = None
+    state.queue = state.writer = state.deliverer = state.catchup = state.recovery = None
     state.work = DeliveryWork(
         settings, state.session_factory, processor=processor,
         on_outbox=lambda: state.deliverer.kick() if state.deliverer is not None else None)
