@@ -40,6 +40,7 @@ from relay.reporting.sender import make_sender
 from relay.service import intake
 from relay.service.lifecycle import SHUTDOWN_GRACE_S, lifespan_for, recover_pending
 from relay.service.metrics import Metrics, event_label
+from relay.service.openapi import install_openapi
 from relay.service.recovery import Recovery
 from relay.service.routes import callback, dashboard, health, ingest, page, page_ops
 from relay.service.writer import DeliveryWriter
@@ -177,4 +178,5 @@ def create_app(
     app.add_exception_handler(Exception, internal_error)
     for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
+    install_openapi(app, webhooks=webhooks_enabled)
     return app
