@@ -201,3 +201,8 @@ def test_recovery_while_serving_finishes_what_lost_its_worker(relay, recorder) -
     relay.drain()
     assert {wait_final(relay, d).status for d in ("lost-claim", "lost-submit")} == {"processed"}
     assert sorted(d.id for d in recorder.calls) == ["lost-claim", "lost-submit"]
+
+
+def test_the_deliveries_page_says_fan_out_is_at_least_once(relay) -> None:
+    html = httpx.get(relay.url + "/deliveries").text
+    assert 'id="at-least-once"' in html and "client_payload.delivery_id" in html
