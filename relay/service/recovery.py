@@ -8,7 +8,9 @@ daemon thread; every ``RELAY_RECOVER_INTERVAL_S`` seconds (default 30) it calls 
 
 * ``received`` deliveries whose retry is due and that were stored more than one interval ago,
   and that the in-process queue does not hold, are submitted again (a duplicate submit is
-  harmless: processing claims the row atomically);
+  harmless: processing claims the row atomically) and not again for ``HOLD_INTERVALS``
+  intervals (``next_attempt_at``), so a broker backlog older than the interval is not
+  multiplied at every sweep;
 * in-process only: ``processing`` rows no worker thread of this relay holds (checked before and
   after reading them, so a claim racing the sweep is never taken) are reset to ``received`` and
   submitted — after ``POISON_ATTEMPTS`` interrupted claims they end ``failed`` instead (a relay
@@ -33,15 +35,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from relay.store.deliveries import (
     due_received,
     end_orphan_dispatches,
+    hold_received,
     processing_ids,
     reset_processing,
 )
 from relay.store.tables import utcnow
 from relay.worker.queue import InProcessQueue
 
-__all__ = ["Recovery"]
+__all__ = ["Recovery", "HOLD_INTERVALS"]
 
 log = logging.getLogger(__name__)
+#: sweeps a re-submitted delivery is left alone before it may be submitted again
+HOLD_INTERVALS = 4
 
 
 class Recovery:
@@ -90,6 +95,8 @@ class Recovery:
             due = [d for d in due_received(session, utcnow() - timedelta(seconds=self.interval_s))
                    if d not in held and d not in stale] + stale
             counts["dispatches_ended"] = end_orphan_dispatches(session)
+            hold_received(session, due, utcnow() + timedelta(
+                seconds=max(1.0, self.interval_s) * HOLD_INTERVALS))
         for delivery_id in due:
             try:
                 queue.submit_delivery(delivery_id)

@@ -43,6 +43,7 @@ __all__ = [
     "processing_ids",
     "reset_processing",
     "end_orphan_dispatches",
+    "hold_received",
     "POISON_ATTEMPTS",
 ]
 
@@ -220,6 +221,15 @@ def due_received(session: Session, older_than: datetime, now: datetime | None = 
             _T.c.status == "received", _T.c.received_at <= older_than,
             or_(_T.c.next_attempt_at.is_(None), _T.c.next_attempt_at <= now))
         .order_by(_T.c.id).limit(1000)))
+
+
+def hold_received(session: Session, ids: list[str], until: datetime) -> None:
+    """Set ``next_attempt_at`` of the ``ids`` still ``received`` to ``until`` (a re-submission
+    is not repeated before then); commits."""
+    if ids:
+        session.execute(update(_T).where(_T.c.delivery_id.in_(ids), _T.c.status == "received")
+                        .values(next_attempt_at=until))
+        session.commit()
 
 
 def end_orphan_dispatches(session: Session) -> int:
