@@ -89,9 +89,12 @@ def test_private_redis_restarted_mid_load(ctx: faults.Ctx, pg_available: None,
         redis.stop()
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_relay_killed_mid_run_with_the_real_pipeline(ctx: faults.Ctx, pg_available: None) -> None:
-    """In-process relay running the real pipeline on a small spec, killed -9 and restarted."""
+    """In-process relay running the real pipeline on a small spec, killed -9 and restarted
+    (``slow``: ~6 min under load, a pipeline run per delivery; ``tests/service/test_kill9.py``
+    is the fast relay kill)."""
     ctx.load_s = 30.0
     row = faults.kill9(ctx, worker=False)
     _ok(row)
