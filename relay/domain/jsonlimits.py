@@ -36,17 +36,18 @@ def quick_bound(raw: bytes | str, limit: int = MAX_DEPTH) -> bool:
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether the parsed JSON ``value`` nests arrays/objects deeper than ``limit``; an
     explicit stack, so any depth is safe to ask about."""
-    if not isinstance(value, (dict, list)):
+    if type(value) is not dict and type(value) is not list:  # orjson gives exact types
         return False
     stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, depth = stack.pop()
+        node, depth = pop()
         if depth > limit:
             return True
-        children = node.values() if isinstance(node, dict) else node
-        for child in children:
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
+        for child in (node.values() if type(node) is dict else node):
+            kind = type(child)
+            if kind is dict or kind is list:
+                push((child, depth + 1))
     return False
 
 
