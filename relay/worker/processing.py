@@ -202,7 +202,7 @@ def process_delivery(
             return INTERRUPTED
         dlog.exception("processing crashed")
         status = _give_up(session_factory, delivery_id, f"internal error: {type(exc).__name__}: {exc}")
-    if on_finished is not None:
+    if on_finished is not None and status != "processing":  # deferred: other tasks finish it
         on_finished(delivery, status)
     return status
 
@@ -229,12 +229,14 @@ def _process_claimed(delivery: Delivery, session_factory: sessionmaker[Session],
     except Exception as exc:  # noqa: BLE001 - recorded on the delivery, never lost
         status, error = _failure(exc, delivery, retry, first_s)
         error = f"fan-out: {error}"
-        if not (transient(exc) or transient_db(exc)):
-            dlog.error("fan-out failed: %s", error[:500])
+        if isinstance(exc, GitHubAPIError) and not transient(exc):
+            dlog.error("%s", error[:500])  # GitHub refused (4xx): the answer says it all
+        elif not (transient(exc) or transient_db(exc)):
+            dlog.exception("fan-out failed")  # a bug: its traceback helps
     else:
         status, error = _run(delivery, session_factory, settings, processor, report, retry, first_s)
-        if status == "done":
-            return "processed"
+        if status in ("done", "deferred"):
+            return "processed" if status == "done" else "processing"
     due = _delay_s(delivery.attempts, first_s) \
         if status == "received" and retry is not None else None
     retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
@@ -249,7 +251,8 @@ def _run(delivery: Delivery, session_factory: sessionmaker[Session], settings: S
          processor: Processor, report: Report | None,
          retry: Callable[[str, float], None] | None, first_s: float) -> tuple[str, str | None]:
     """The processor's part: ``("done", None)`` when the run and the delivery's final state
-    are stored (or deferred), else ``(status, error)`` still to be recorded."""
+    are stored, ``("deferred", None)`` when other tasks finish it, else ``(status, error)``
+    still to be recorded."""
     delivery_id = delivery.id
     dlog = delivery_log(log, delivery_id)
     sink = DeliverySink(delivery, session_factory, report)
@@ -258,7 +261,7 @@ def _run(delivery: Delivery, session_factory: sessionmaker[Session], settings: S
         result = _stored_run(session_factory, delivery_id) or processor(delivery, settings, sink)
         if result is DEFERRED:
             dlog.info("run continues in other tasks; the delivery stays processing")
-            return "done", None
+            return "deferred", None
         if isinstance(result, Run):
             sink.accept(result)  # ignored when the pipeline gave it to the sink already
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
