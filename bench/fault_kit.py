@@ -45,6 +45,12 @@ FINAL = ("processed", "ignored", "failed")
 BIN = Path(sys.executable).parent
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM raises ``SystemExit`` so the ``finally`` blocks stop the relay/worker processes
+    (they run in their own sessions and would outlive a killed harness)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -143,26 +149,35 @@ class Load:
         self._thread.start()
         return self
 
+    def _send(self, client: httpx.Client, n: int) -> None:
+        event, payload = self.body(n)
+        data = json.dumps(payload).encode()
+        delivery = f"f-{uuid.uuid4()}"
+        headers = {"Content-Type": "application/json", "X-GitHub-Event": event,
+                   "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign(data, SECRET)}
+        self.codes[delivery] = -1  # sent, no answer yet
+        try:
+            code = client.post(self.url() + "/webhooks/github", content=data,
+                               headers=headers).status_code
+        except httpx.HTTPError:
+            code = 0
+        self.codes[delivery] = code
+
     def _run(self) -> None:
-        client = httpx.Client(timeout=15.0)
+        """Open loop: request ``n`` leaves at ``n / rate`` whatever the answers' latency (up to
+        16 in flight), so a slow relay does not lower the offered rate."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        client = httpx.Client(timeout=15.0, limits=httpx.Limits(max_connections=16))
         start = time.monotonic()
         n = 0
-        while (now := time.monotonic()) - start < self.seconds:
-            due = start + n / self.rate
-            if due > now:
-                time.sleep(due - now)
-            event, payload = self.body(n)
-            data = json.dumps(payload).encode()
-            delivery = f"f-{uuid.uuid4()}"
-            headers = {"Content-Type": "application/json", "X-GitHub-Event": event,
-                       "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign(data, SECRET)}
-            try:
-                code = client.post(self.url() + "/webhooks/github", content=data,
-                                   headers=headers).status_code
-            except httpx.HTTPError:
-                code = 0
-            self.codes[delivery] = code
-            n += 1
+        with ThreadPoolExecutor(16) as pool:
+            while (now := time.monotonic()) - start < self.seconds:
+                due = start + n / self.rate
+                if due > now:
+                    time.sleep(due - now)
+                pool.submit(self._send, client, n)
+                n += 1
         client.close()
 
     def join(self) -> None:

@@ -48,7 +48,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fault_kit import Load, Proc, Row, account, print_table, push_body, relay_env  # noqa: E402
+from bench.fault_kit import (  # noqa: E402
+    Load,
+    Proc,
+    Row,
+    account,
+    exit_on_sigterm,
+    print_table,
+    push_body,
+    relay_env,
+)
 
 PG_ADMIN = os.environ.get("RELAY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("RELAY_TEST_REDIS_URL", "redis://127.0.0.1:6379") + "/12"
@@ -284,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.fakes.github import FakeGitHub
     from tests.fakes.live import LiveServer
 
+    exit_on_sigterm()
     fake = FakeGitHub()
     server = LiveServer(fake.app()).start()
     work = tempfile.mkdtemp(prefix="faults-")

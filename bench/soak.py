@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fault_kit import FINAL, Load, Proc, final_states, relay_env  # noqa: E402
+from bench.fault_kit import FINAL, Load, Proc, exit_on_sigterm, final_states, relay_env  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "github-webhooks"
 
@@ -67,6 +67,7 @@ def soak(minutes: float, rate: float, every_s: float = 30.0) -> int:
     from tests.fakes.github import FakeGitHub
     from tests.fakes.live import LiveServer
 
+    exit_on_sigterm()
     shapes = _payloads()
     fake = FakeGitHub()
     gh = LiveServer(fake.app()).start()
