@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.soak:
         from bench.soak import soak
-        return soak(args.soak_minutes, args.soak_rate)
+        return soak(args.soak_minutes, args.soak_rate, keep=args.keep)
     from tests.fakes.github import FakeGitHub
     from tests.fakes.live import LiveServer
 

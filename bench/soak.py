@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -59,8 +60,9 @@ def _slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
 
 
-def soak(minutes: float, rate: float, every_s: float = 30.0) -> int:
-    """Run the soak; returns 0 when every acked delivery ended final, else 1."""
+def soak(minutes: float, rate: float, every_s: float = 30.0, keep: bool = False) -> int:
+    """Run the soak; returns 0 when every acked delivery ended final, else 1.  ``keep``:
+    leave the work dir (database, relay log) in place."""
     if not FIXTURES.is_dir():
         print(f"soak needs {FIXTURES} (the shared webhook fixtures)", file=sys.stderr)
         return 2
@@ -113,7 +115,10 @@ def soak(minutes: float, rate: float, every_s: float = 30.0) -> int:
               f"(second-half slope {_slope(second):+.2f} MB/min); open fds {samples[0][2]} → "
               f"{samples[-1][2]}; database {samples[-1][3] / 2**20:.1f} MB "
               f"({samples[-1][3] / max(1, len(acked)):.0f} bytes/delivery)")
-    print(f"log: {work / 'relay.log'}")
+    if keep:
+        print(f"work dir kept: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if not left else 1
 
 
