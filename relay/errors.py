@@ -33,6 +33,8 @@ Catch ``RelayError`` for "anything of ours".  Classes that describe bad input al
     │   └── GitHubAPIError           non-2xx answer after retries; ``status_code``, ``url``
     │       └── HookNotFound         404 for a repository webhook (or no admin rights on it)
     ├── TrimError                    a repository_dispatch payload over GitHub's cap even trimmed
+    ├── PayloadInvalid               a stored delivery's payload the relay cannot act on (too
+    │                                deep, or the wrong shape for its event): a permanent failure
     ├── CallbackError                ``POST /api/crcr/callback`` refused; ``status_code``
     │   ├── CallbackAuthError        401: bearer token missing, invalid, expired or replayed
     │   ├── CallbackForbidden        403: valid token, but not for this delivery/repo, or a CI
@@ -71,6 +73,7 @@ __all__ = [
     "DatabaseFileGone",
     "HookNotFound",
     "TrimError",
+    "PayloadInvalid",
     "SignatureError",
     "SignatureHeaderError",
     "SignatureMissing",
@@ -165,6 +168,12 @@ class BodyRefused(RelayError):
 
 class TrimError(RelayError, ValueError):
     """A repository_dispatch payload is over GitHub's cap even after trimming."""
+
+
+class PayloadInvalid(RelayError, ValueError):
+    """A stored delivery's payload cannot be acted on (nested over ``MAX_DEPTH``, not a JSON
+    object, or not the shape GitHub sends for its event): the delivery ends ``failed`` with this
+    text and is never retried."""
 
 
 class SignatureError(RelayError):
@@ -287,6 +296,12 @@ class GitHubAPIError(GitHubError):
         super().__init__(f"{what} for {url}: {message[:200]}")
         self.status_code = status_code
         self.url = url
+
+    @property
+    def transient(self) -> bool:
+        """Worth another attempt later: no answer (0), 429, or a 5xx (GitHub's guidance for
+        secondary rate limits and outages); any other status will not change by waiting."""
+        return self.status_code in (0, 429) or self.status_code >= 500
 
 
 class HookNotFound(GitHubAPIError):

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     outbox_poll_s: float = 1.0
     outbox_backoff_s: float = 1.0
     dispatch_max_wait_s: float = 60.0
+    #: first wait before a delivery's next attempt after GitHub/the database failed it
+    #: (doubling per attempt, 5 attempts, at most 15 min: ``relay.retrying.DELIVERY``)
+    delivery_retry_s: float = Field(30.0, gt=0)
+    #: how often a relay re-submits deliveries left ``received`` / interrupted ``processing``
+    #: (``relay.service.recovery``: a lost submit, a database restart under an attempt)
+    recover_interval_s: float = Field(30.0, gt=0)
     commit_env: str | None = None
     #: spec files or directories a webhook run uses, comma-separated; unset: the bundled specs
     specs: str | None = None

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from test_specs.comments import comment_block_above, comment_reason
 from test_specs.schema import SpecDocument, SuiteConfig
-from test_specs.yamlmarks import Mark, Pos, load_yaml, locate
+from test_specs.yamlmarks import Mark, Pos, YamlTooLarge, load_yaml, locate, read_yaml_text
 
 
 @dataclass(frozen=True, order=True)
@@ -135,7 +135,9 @@ def parse_spec(path: Path) -> tuple[Spec | None, list[SpecError]]:
     """``(spec, errors)`` of one file: ``spec`` is ``None`` when it does not load; never raises."""
     fname = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_text(path)
+    except YamlTooLarge as e:
+        return None, [SpecError(fname, 1, 1, f"spec too large: {e}")]
     except OSError as e:
         return None, [SpecError(fname, 1, 1, f"cannot read spec: {e.strerror or e}")]
     except UnicodeDecodeError as e:

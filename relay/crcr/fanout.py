@@ -13,10 +13,18 @@ sorted by name.  For each:
    not enough the row is marked ``failed`` with the reason;
 3. ``POST /repos/{repo}/dispatches`` with ``event_type`` = the GitHub event name, retried on
    5xx/429/rate-limit 403 (``GitHubClient``: tenacity, honouring ``Retry-After`` and
-   ``X-RateLimit-Reset``); the row becomes ``sent`` or ``failed`` (error text kept).
+   ``X-RateLimit-Reset``); the row becomes ``sent`` or ``failed`` (error text kept) — except
+   when GitHub is still down or rate-limiting after those retries (``GitHubAPIError.transient``):
+   the row stays ``pending`` with the error, the other targets are still tried, and
+   ``DispatchPending`` is raised at the end so the delivery is retried later
+   (``relay.worker.processing``); its last attempt marks the rows left ``failed``.
+   Any other error while sending one target (a bug, a payload our code cannot encode) marks
+   that row ``failed`` with the error: no row stays ``pending`` after its delivery ends.
 
 Rows already ``sent`` are skipped, so a delivery re-processed after a crash re-sends only what
-was not confirmed (at-least-once delivery to downstreams).
+was not confirmed: at-least-once delivery to downstreams.  A relay or worker killed between
+GitHub's 204 and the ``sent`` commit sends that repository_dispatch again; downstreams dedup on
+``client_payload.delivery_id`` (the ``X-GitHub-Delivery`` GUID, identical on every re-send).
 
 ``change_facts`` gives the PR context check runs need (CRCR ``utils/misc.py``
 ``extract_pr_context``): a pull request's number and head; for a push, the PR of a
@@ -43,13 +51,18 @@ from relay.settings import Settings
 from relay.store.dispatches import ensure_dispatch, mark_dispatch, record_labels
 
 __all__ = ["FanoutContext", "fan_out", "targets", "change_facts", "CALLBACK_PATH", "ZERO_SHA",
-           "CIFLOW_TRUNK_PREFIX"]
+           "CIFLOW_TRUNK_PREFIX", "DispatchPending"]
 
 log = logging.getLogger(__name__)
 CALLBACK_PATH = "/api/crcr/callback"
 ZERO_SHA = "0" * 40
 #: pushes of these tags are a PR's trunk CI (``ciflow/trunk/<pr>``); other pushes have no PR
 CIFLOW_TRUNK_PREFIX = "refs/tags/ciflow/trunk/"
+
+
+class DispatchPending(GitHubAPIError):
+    """Some dispatches of a delivery are still ``pending``: GitHub was unreachable, 5xx or
+    rate-limiting after the client's own retries (``transient`` is true)."""
 
 
 @dataclass
@@ -107,7 +120,7 @@ def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
         return {}
     key = ctx.settings.callback_key()
     callback_url = ctx.settings.public_url.rstrip("/") + CALLBACK_PATH
-    outcome: dict[str, str] = {}
+    outcome: dict[str, Any] = {}
     with ctx.github() as gh:
         for entry in todo:
             with sf() as session:
@@ -120,9 +133,30 @@ def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
             if status == "sent":
                 outcome[entry.name] = "sent"
                 continue
-            outcome[entry.name] = _send(gh, sf, row_id, entry, delivery, key, callback_url,
-                                        ctx.settings.job_timeout_s + 3600)
+            outcome[entry.name] = _send_safely(gh, sf, row_id, entry, delivery, key, callback_url,
+                                               ctx.settings.job_timeout_s + 3600)
+    waiting = [(repo, err) for repo, err in outcome.items() if isinstance(err, GitHubAPIError)]
+    if waiting:
+        repo, err = waiting[0]
+        raise DispatchPending(err.status_code, err.url,
+                              f"{len(waiting)} dispatch(es) pending ({repo}: {err})")
     return outcome
+
+
+def _send_safely(gh: GitHubClient, sf: sessionmaker[Session], row_id: int, entry: AllowEntry,
+                 delivery: Delivery, key: bytes, callback_url: str, ttl_s: float) -> Any:
+    """``_send``; a transient GitHub failure is returned (the row stays ``pending``), any other
+    error marks the row ``failed`` with it."""
+    try:
+        return _send(gh, sf, row_id, entry, delivery, key, callback_url, ttl_s)
+    except GitHubAPIError as exc:
+        return exc
+    except Exception as exc:  # noqa: BLE001 - the row must reach a final state
+        log.error("delivery %s → %s not dispatched: %s: %s", delivery.id, entry.name,
+                  type(exc).__name__, exc)
+        with sf() as session:
+            mark_dispatch(session, row_id, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        return "failed"
 
 
 def _send(gh: GitHubClient, sf: sessionmaker[Session], row_id: int, entry: AllowEntry,
@@ -144,10 +178,14 @@ def _send(gh: GitHubClient, sf: sessionmaker[Session], row_id: int, entry: Allow
     try:
         gh.dispatch(entry.name, delivery.event[:100], body)
     except GitHubAPIError as exc:
+        status = "pending" if exc.transient else "failed"
         with sf() as session:
-            mark_dispatch(session, row_id, "failed", error=str(exc)[:2000], payload_bytes=size,
+            mark_dispatch(session, row_id, status, error=str(exc)[:2000], payload_bytes=size,
                           trimmed_from=trimmed_from)
-        log.error("delivery %s → %s dispatch failed: %s", delivery.id, entry.name, exc)
+        log.error("delivery %s → %s dispatch %s: %s", delivery.id, entry.name,
+                  "pending (retried later)" if exc.transient else "failed", exc)
+        if exc.transient:
+            raise
         return "failed"
     with sf() as session:
         mark_dispatch(session, row_id, "sent", payload_bytes=size, trimmed_from=trimmed_from)

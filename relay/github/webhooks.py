@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selection.models import ChangedFile, ChangeSet
 
@@ -35,7 +35,9 @@ __all__ = [
     "is_handled",
     "ignored_reason",
     "intake_status",
+    "payload_problem",
     "push_changeset",
+    "PR_NUMBER_MAX",
 ]
 
 #: Events the relay processes; others are recorded as ``ignored`` (design §5).
@@ -133,12 +135,17 @@ class PullRequest(BaseModel):
     merged: bool | None = None
 
 
+#: PR numbers are stored in 32-bit integer columns (dispatches, jobs, check runs)
+PR_NUMBER_MAX = 2**31 - 1
+
+
 class PullRequestEvent(BaseModel):
-    """The ``pull_request`` webhook payload (the parts we read)."""
+    """The ``pull_request`` webhook payload (the parts we read); ``number`` is 1 ..
+    ``PR_NUMBER_MAX``."""
 
     model_config = _IGNORE
     action: str
-    number: int
+    number: int = Field(ge=1, le=PR_NUMBER_MAX)
     pull_request: PullRequest
     repository: Repository
     label: Label | None = None
@@ -170,6 +177,27 @@ class PingEvent(BaseModel):
     model_config = _IGNORE
     zen: str = ""
     hook_id: int | None = None
+
+
+#: the typed view each processed event must fit (``payload_problem``)
+_EVENT_MODELS: dict[str, type[BaseModel]] = {"pull_request": PullRequestEvent, "push": PushEvent}
+
+
+def payload_problem(event: str, payload: dict[str, Any]) -> str | None:
+    """Why ``payload`` is not the shape GitHub sends for ``event`` (the fields the relay reads,
+    ``PullRequestEvent`` / ``PushEvent``), in one line per field — or ``None`` when it fits (or
+    ``event`` has no typed view).  A delivery with a problem ends ``failed`` with it: the same
+    bytes would fail every retry."""
+    model = _EVENT_MODELS.get(event)
+    if model is None:
+        return None
+    try:
+        model.model_validate(payload)
+    except ValidationError as exc:
+        parts = [f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}"
+                 for err in exc.errors(include_url=False, include_input=False)[:5]]
+        return f"{event} payload: " + "; ".join(parts)
+    return None
 
 
 def push_changeset(event: PushEvent) -> ChangeSet:

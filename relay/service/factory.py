@@ -40,6 +40,8 @@ from relay.reporting.sender import make_sender
 from relay.service import intake
 from relay.service.lifecycle import SHUTDOWN_GRACE_S, lifespan_for, recover_pending
 from relay.service.metrics import Metrics, event_label
+from relay.service.openapi import install_openapi
+from relay.service.recovery import Recovery
 from relay.service.routes import callback, dashboard, health, ingest, page, page_ops
 from relay.service.writer import DeliveryWriter
 from relay.settings import Settings, get_settings
@@ -117,6 +119,8 @@ def _wire_webhooks(app: FastAPI, settings: Settings, queue: TaskQueue | None, re
     # the factory is looked up per batch so a replaced app.state.session_factory takes effect
     state.writer = DeliveryWriter(lambda: app.state.session_factory())
     state.deliverer = _deliverer(app, settings)
+    state.recovery = Recovery(lambda: app.state.session_factory, lambda: app.state.queue,
+                              settings.recover_interval_s)
     app.intake = intake.WebhookIntake(state)
 
 
@@ -154,7 +158,7 @@ def create_app(
     state.settings, state.webhook_secret, state.engine = settings, secret, engine
     state.session_factory = make_session_factory(engine)
     state.metrics = Metrics()
-    state.queue = state.writer = state.deliverer = state.catchup = None
+    state.queue = state.writer = state.deliverer = state.catchup = state.recovery = None
     state.work = DeliveryWork(
         settings, state.session_factory, processor=processor,
         on_outbox=lambda: state.deliverer.kick() if state.deliverer is not None else None)
@@ -174,4 +178,5 @@ def create_app(
     app.add_exception_handler(Exception, internal_error)
     for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
+    install_openapi(app, webhooks=webhooks_enabled)
     return app

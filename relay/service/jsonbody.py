@@ -4,7 +4,8 @@ GitHub sends UTF-8 JSON (RFC 8259 §8.1: no byte-order mark); so do CRCR downstr
 refused (``ValueError`` with the reason; the routes answer 400) when it is not strict UTF-8, starts
 with a BOM, is not JSON, uses the non-standard constants ``NaN``/``Infinity`` or a number too
 large for a double (PostgreSQL's ``json`` type rejects them, so they could not be stored), holds
-a lone UTF-16 surrogate escape (not encodable as UTF-8), or nests deeper than 1,024 levels.
+a lone UTF-16 surrogate escape (not encodable as UTF-8), or nests deeper than
+``relay.domain.jsonlimits.MAX_DEPTH`` (256) levels — the one limit processing applies too.
 
 The parser is orjson (strict RFC 8259, about 3× the standard library's speed on a 25 KB webhook,
 measured by ``bench/intake.py``); a refused body is parsed once more by the standard library
@@ -18,10 +19,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["parse_json_body", "MAX_DEPTH"]
+from relay.domain.jsonlimits import MAX_DEPTH, depth_error, quick_bound, too_deep
 
-#: orjson's nesting limit (arrays/objects), which this module enforces as the project's.
-MAX_DEPTH = 1024
+__all__ = ["parse_json_body", "MAX_DEPTH"]
 
 
 def _no_constants(name: str) -> Any:
@@ -31,13 +31,13 @@ def _no_constants(name: str) -> Any:
 def _reason(text: str, fast_error: str) -> str:
     """Why ``text`` is refused, in the standard library's words where it has some."""
     if "depth limit" in fast_error:
-        return f"body nests too deeply (over {MAX_DEPTH} levels)"
+        return depth_error()
     try:
         json.loads(text, parse_constant=_no_constants)
     except json.JSONDecodeError as exc:
         return f"body is not valid JSON: {exc}"
     except RecursionError:
-        return f"body nests too deeply (over {MAX_DEPTH} levels)"
+        return depth_error()
     except ValueError as exc:
         return str(exc)
     return f"body is not valid JSON: {fast_error}"
@@ -52,6 +52,9 @@ def parse_json_body(raw: bytes) -> tuple[Any, str]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"body is not UTF-8 JSON: {exc.reason} at byte {exc.start}") from None
     try:
-        return orjson.loads(raw), text
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValueError(_reason(text, str(exc))) from None
+    if not quick_bound(raw) and too_deep(value):
+        raise ValueError(depth_error())
+    return value, text

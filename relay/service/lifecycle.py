@@ -1,7 +1,8 @@
 """Start and stop of a relay app: background threads, restart recovery, the shutdown budget.
 
 Startup (the app's lifespan): WAL checkpoints, the outbox deliverer, restart recovery
-(``recover_pending``: deliveries still ``received`` are submitted again) and — with
+(``recover_pending``: deliveries still ``received`` are submitted again), then recovery while
+serving (``relay.service.recovery.Recovery``, every ``RELAY_RECOVER_INTERVAL_S``) and — with
 ``RELAY_CATCHUP_HOOK_ID`` — the catch-up of webhooks GitHub failed to deliver meanwhile.
 Shutdown gives all of it one budget of ``SHUTDOWN_GRACE_S``: a SIGTERM'd ``relay serve`` exits
 within seconds instead of waiting for a pipeline run.  An abandoned delivery stays
@@ -65,6 +66,8 @@ def lifespan_for(settings: Settings, checkpointer: WalCheckpointer | None, *, re
             state.deliverer.start()
         if recover:
             await run_in_threadpool(recover_pending, app)
+            if state.recovery is not None:
+                state.recovery.start()
         state.catchup = start_catch_up(state.session_factory, settings) if catch_up else None
         yield
         if state.catchup is not None:
@@ -77,6 +80,8 @@ def lifespan_for(settings: Settings, checkpointer: WalCheckpointer | None, *, re
         for part in (state.writer, state.queue):  # the writer returns at once: no request in flight
             if part is not None:
                 await run_in_threadpool(part.close, left())
+        if state.recovery is not None:
+            await run_in_threadpool(state.recovery.stop, left())
         if state.deliverer is not None:
             await run_in_threadpool(state.deliverer.stop, left())
         if checkpointer is not None:

@@ -12,17 +12,20 @@ ORM unit-of-work operations: they run once or twice per webhook and the ORM path
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+import orjson
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.domain.delivery import Delivery
+from relay.domain.jsonlimits import depth_error, quick_bound, too_deep
+from relay.errors import PayloadInvalid
+from relay.retrying import DELIVERY
 from relay.store.db import check_file
-from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, as_utc, utcnow
+from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, DispatchRecord, as_utc, utcnow
 
 _T = DeliveryRecord.__table__
 
@@ -37,7 +40,18 @@ __all__ = [
     "mark_delivery",
     "pending_deliveries",
     "reset_stale_processing",
+    "due_received",
+    "processing_ids",
+    "reset_processing",
+    "end_orphan_dispatches",
+    "hold_received",
+    "POISON_ATTEMPTS",
 ]
+
+#: claims of one delivery interrupted (process killed, database gone) before it is given up
+#: as ``failed`` instead of being reset once more: a payload that crashes the process every time
+#: must not crash-loop the relay (``relay.retrying.DELIVERY``'s attempts)
+POISON_ATTEMPTS = DELIVERY.attempts or 5
 
 
 def insert_delivery(
@@ -98,18 +112,33 @@ def get_delivery(session: Session, delivery_id: str) -> DeliveryRecord | None:
     return session.scalar(select(DeliveryRecord).where(DeliveryRecord.delivery_id == delivery_id))
 
 
+def parse_payload(text: str) -> dict[str, Any]:
+    """A stored payload's JSON object; raises ``PayloadInvalid`` when it is not JSON, not an
+    object, or nests deeper than ``MAX_DEPTH`` (a row stored before the limit was 256)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise PayloadInvalid(f"stored payload is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise PayloadInvalid("stored payload is not a JSON object")
+    if not quick_bound(text) and too_deep(value):
+        raise PayloadInvalid(depth_error())
+    return value
+
+
 _DELIVERY_COLUMNS = (_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.hook_id, _T.c.received_at,
                      _T.c.payload, _T.c.attempts)
 
 
 def _as_delivery(row: Any) -> Delivery:
     return Delivery(id=row.delivery_id, event=row.event, action=row.action, hook_id=row.hook_id,
-                    received_at=as_utc(row.received_at), payload=json.loads(row.payload),
+                    received_at=as_utc(row.received_at), payload=parse_payload(row.payload),
                     attempts=row.attempts or 0)
 
 
 def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
-    """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``."""
+    """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``; raises
+    ``PayloadInvalid`` for a payload that cannot be used (``parse_payload``)."""
     row = session.execute(select(*_DELIVERY_COLUMNS).where(_T.c.delivery_id == delivery_id)).first()
     return _as_delivery(row) if row is not None else None
 
@@ -117,7 +146,8 @@ def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
 def claim_and_load(session: Session, delivery_id: str) -> Delivery | None:
     """``claim_delivery`` and ``load_delivery`` in one statement (``UPDATE … RETURNING``: SQLite
     ≥ 3.35, PostgreSQL), committed: the claimed delivery, its ``attempts`` counting this one, or
-    ``None`` if it was not ``received``."""
+    ``None`` if it was not ``received``.  Raises ``PayloadInvalid`` after the claim committed
+    when the payload cannot be used (the caller marks it ``failed``)."""
     row = session.execute(
         update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
         .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
@@ -168,14 +198,66 @@ def pending_deliveries(session: Session) -> list[str]:
 
 
 def reset_stale_processing(session: Session) -> int:
-    """Move ``processing`` rows back to ``received`` and commit; returns how many.
+    """Move every ``processing`` row back to ``received`` (``reset_processing``) and commit;
+    returns how many went back.
 
     Only safe when no worker is running (in-process mode at startup): a delivery left
     ``processing`` then was interrupted by a crash or shutdown.
     """
-    result = session.execute(
-        update(DeliveryRecord).where(DeliveryRecord.status == "processing").values(status="received")
-    )
+    return reset_processing(session, processing_ids(session))[0]
+
+
+def processing_ids(session: Session) -> list[str]:
+    """Ids of the deliveries ``processing`` now."""
+    return list(session.scalars(select(_T.c.delivery_id).where(_T.c.status == "processing")))
+
+
+def reset_processing(session: Session, ids: list[str]) -> tuple[int, int]:
+    """Rows of ``ids`` still ``processing`` whose claim was interrupted: back to ``received``,
+    or — after ``POISON_ATTEMPTS`` claims — ``failed`` ("interrupted N times"), never claimed
+    again.  Commits; returns ``(reset, given_up)``."""
+    if not ids:
+        return 0, 0
+    where = (_T.c.delivery_id.in_(ids), _T.c.status == "processing")
+    given_up = session.execute(
+        update(_T).where(*where, _T.c.attempts >= POISON_ATTEMPTS)
+        .values(status="failed", processed_at=utcnow(), next_attempt_at=None,
+                error=f"processing interrupted {POISON_ATTEMPTS} times (the process died or the "
+                      "database went away each time); not retried"))
+    reset = session.execute(update(_T).where(*where).values(status="received"))
+    session.commit()
+    return int(reset.rowcount or 0), int(given_up.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def due_received(session: Session, older_than: datetime, now: datetime | None = None
+                 ) -> list[str]:
+    """Ids of ``received`` deliveries stored before ``older_than`` whose retry (if any) is due,
+    oldest first: candidates for a submit that never happened or was lost."""
+    now = now or utcnow()
+    return list(session.scalars(
+        select(_T.c.delivery_id).where(
+            _T.c.status == "received", _T.c.received_at <= older_than,
+            or_(_T.c.next_attempt_at.is_(None), _T.c.next_attempt_at <= now))
+        .order_by(_T.c.id).limit(1000)))
+
+
+def hold_received(session: Session, ids: list[str], until: datetime) -> None:
+    """Set ``next_attempt_at`` of the ``ids`` still ``received`` to ``until`` (a re-submission
+    is not repeated before then); commits."""
+    if ids:
+        session.execute(update(_T).where(_T.c.delivery_id.in_(ids), _T.c.status == "received")
+                        .values(next_attempt_at=until))
+        session.commit()
+
+
+def end_orphan_dispatches(session: Session) -> int:
+    """Dispatch rows still ``pending`` whose delivery is final (processed, ignored, failed):
+    ``failed`` — nothing will send them.  Commits; returns how many."""
+    D = DispatchRecord.__table__
+    final = select(_T.c.delivery_id).where(_T.c.status.in_(("processed", "ignored", "failed")))
+    result = session.execute(update(D).where(D.c.status == "pending",
+                                             D.c.delivery_id.in_(final))
+                             .values(status="failed", error="never sent: its delivery ended"))
     session.commit()
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from relay.store.tables import DispatchRecord, PrLabelRecord, utcnow
 
 __all__ = ["ensure_dispatch", "mark_dispatch", "get_dispatch", "record_labels", "pr_labels",
-           "list_dispatches"]
+           "list_dispatches", "fail_pending_dispatches"]
 
 
 def ensure_dispatch(session: Session, **fields: Any) -> DispatchRecord:
@@ -50,6 +50,16 @@ def mark_dispatch(session: Session, dispatch_id: int, status: str, *, error: str
         values["trimmed_from"] = trimmed_from
     session.execute(update(DispatchRecord).where(DispatchRecord.id == dispatch_id).values(**values))
     session.commit()
+
+
+def fail_pending_dispatches(session: Session, delivery_id: str, error: str) -> int:
+    """Mark the delivery's rows still ``pending`` ``failed`` with ``error`` (its delivery reached
+    a final state, so nothing will send them); no commit.  Returns how many."""
+    result = session.execute(update(DispatchRecord)
+                             .where(DispatchRecord.delivery_id == delivery_id,
+                                    DispatchRecord.status == "pending")
+                             .values(status="failed", error=error[:2000]))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
 def list_dispatches(session: Session, delivery_id: str | None = None) -> list[DispatchRecord]:

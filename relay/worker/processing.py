@@ -1,14 +1,26 @@
 """Processing one stored delivery after the webhook was acknowledged.
 
+The invariant (issue 17): every claimed delivery ends ``processed``, ``ignored`` or ``failed``
+with its error — or goes back to ``received`` with a retry due — whatever its content; only a
+database that is gone under the attempt leaves it ``processing``, for recovery
+(``relay.service.recovery``) to run again once the database is back.
+
 ``process_delivery`` is what a task queue calls, once per submission:
 
 1. claim the row (``received`` → ``processing``; a delivery already claimed is skipped, so a
-   duplicate submission runs once); when ``ignore(delivery)`` gives a reason (another repository
-   than the upstream, an action CRCR does not act on — checked again here for deliveries stored
-   before a settings change), it ends ``ignored`` with that reason and nothing else runs;
-2. fan out (``fanout``: CRCR's repository_dispatch to the allowlisted downstreams); its failure
-   is recorded on the dispatch rows and in the delivery's error, and the local backend still
-   runs;
+   duplicate submission runs once); a stored payload that cannot be used (nested deeper than
+   ``relay.domain.jsonlimits.MAX_DEPTH``, not an object) ends ``failed`` at once; when
+   ``ignore(delivery)`` gives a reason (another repository than the upstream, an action CRCR
+   does not act on — checked again here for deliveries stored before a settings change), it
+   ends ``ignored`` with that reason and nothing else runs; a payload that is not the shape
+   GitHub sends for its event (``relay.github.webhooks.payload_problem``: ``labels: ["x"]``,
+   ``number: 10**30``) ends ``failed`` with the fields named — permanent failures are never
+   retried, and logged in one line, without a traceback;
+2. fan out (``fanout``: CRCR's repository_dispatch to the allowlisted downstreams).  GitHub
+   still down / rate-limiting after the client's retries (``DispatchPending``) is transient: the
+   delivery goes back to ``received`` and is retried (sent rows are not sent again); any other
+   fan-out error ends the delivery ``failed`` with ``fan-out: <error>``; the local backend
+   runs only after a complete fan-out;
 3. call the *processor* with a ``DeliverySink``; the pipeline hands it the finished run, which
    it stores together with the run's HUD outbox row (``report``) and the delivery's final state
    ``processed`` in ONE transaction.  A processor that returns a run it did not give to the sink
@@ -16,11 +28,13 @@
    ``DEFERRED`` handed the run to other tasks (Celery shards), which finish the delivery — it
    stays ``processing`` until then;
 4. on a processor error: a network-kind failure (GitHub unreachable, 5xx, 429 — see
-   ``transient``) goes back to ``received`` and ``retry(delivery_id, delay_s)`` schedules it per
-   ``relay.retrying.DELIVERY`` (5 attempts, 30 s doubling); anything else, or the last attempt,
-   ends ``failed`` with the error — never lost;
-5. after a webhook run, flaky-test quarantine is evaluated (``relay.quarantine.policy``; errors
-   logged, never raised) and ``on_finished(delivery, status)`` is called (metrics).
+   ``transient``; the database dropping the connection — ``transient_db``) goes back to
+   ``received`` and ``retry(delivery_id, delay_s)`` schedules it per ``relay.retrying.DELIVERY``
+   (5 attempts, 30 s doubling; the first wait is ``RELAY_DELIVERY_RETRY_S``); anything else,
+   or the last attempt, ends ``failed`` with the error — never lost;
+5. a final state also ends the delivery's dispatch rows still ``pending`` (``failed``); after a
+   webhook run, flaky-test quarantine is evaluated (``relay.quarantine.policy``; errors logged,
+   never raised) and ``on_finished(delivery, status)`` is called (metrics).
 
 Every log line carries the delivery id (``relay.logs``).
 """
@@ -32,11 +46,14 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import httpx
+from pydantic import ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.domain.delivery import Delivery
 from relay.domain.run import Run
-from relay.errors import GitHubAPIError
+from relay.errors import DatabaseFileGone, GitHubAPIError, PayloadInvalid
+from relay.github.webhooks import payload_problem
 from relay.logs import delivery_log
 from relay.pipeline.ports import ResultSink
 from relay.quarantine.policy import evaluate_safely
@@ -44,11 +61,12 @@ from relay.retrying import DELIVERY
 from relay.settings import Settings
 from relay.store.db import retry_locked
 from relay.store.deliveries import claim_and_load, mark_delivery
+from relay.store.dispatches import fail_pending_dispatches
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
 
-__all__ = ["Processor", "DeliverySink", "process_delivery", "transient", "retry_delay_s",
-           "MAX_ATTEMPTS", "DEFERRED"]
+__all__ = ["Processor", "DeliverySink", "process_delivery", "transient", "transient_db",
+           "retry_delay_s", "MAX_ATTEMPTS", "DEFERRED", "INTERRUPTED"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +77,9 @@ Processor = Callable[[Delivery, Settings, ResultSink], object]
 Report = Callable[[Session, Run, Delivery], object]
 #: what a processor returns when other tasks finish the delivery's run (it stays ``processing``)
 DEFERRED = object()
+#: what ``process_delivery`` returns when the database went away under the attempt: the row
+#: may still be ``processing``; recovery (or the Celery task's retry) runs it again
+INTERRUPTED = "interrupted"
 #: processing attempts of one delivery before a transient failure becomes ``failed``
 MAX_ATTEMPTS = DELIVERY.attempts
 
@@ -67,7 +88,7 @@ def transient(exc: BaseException) -> bool:
     """A failure worth another attempt later: GitHub not answering (status 0), 429, or 5xx
     (the GitHub client has already retried those within the attempt), or a transport error."""
     if isinstance(exc, GitHubAPIError):
-        return exc.status_code in (0, 429) or exc.status_code >= 500
+        return exc.transient
     return isinstance(exc, httpx.TransportError)
 
 
@@ -76,9 +97,16 @@ def retry_delay_s(attempts: int) -> float:
     return DELIVERY.delay(attempts)
 
 
+def _delay_s(attempts: int, first_s: float | None) -> float:
+    """``retry_delay_s`` with the first wait ``first_s`` (``RELAY_DELIVERY_RETRY_S``)."""
+    if first_s is None or first_s == DELIVERY.first_s:
+        return retry_delay_s(attempts)
+    return float(min(first_s * 2 ** max(attempts - 1, 0), DELIVERY.max_s))
+
+
 class DeliverySink:
     """The ``ResultSink`` of a webhook run: the run, its report and the delivery's final state
-    ``processed`` (with ``note``, e.g. a fan-out error) in one transaction; a second ``accept``
+    ``processed`` (with ``note`` as its error text, if any) in one transaction; a second ``accept``
     of the same delivery is ignored (the run is stored once)."""
 
     def __init__(self, delivery: Delivery, session_factory: Callable[[], Session],
@@ -106,21 +134,36 @@ class DeliverySink:
 
 
 def _claim(session_factory: Callable[[], Session], delivery_id: str) -> Delivery | None:
+    """Claim and load the delivery; raises ``PayloadInvalid`` (claimed, unusable payload)."""
     with session_factory() as session:
         return claim_and_load(session, delivery_id)
 
 
-def _failure(exc: Exception, delivery: Delivery, retry: Callable[[str, float], None] | None
-             ) -> tuple[str, str]:
+def transient_db(exc: BaseException) -> bool:
+    """The database went away under the attempt (PostgreSQL restarting, a dropped connection):
+    worth another attempt once it is back."""
+    return isinstance(exc, (OperationalError, InterfaceError, DatabaseFileGone))
+
+
+def _failure(exc: Exception, delivery: Delivery, retry: Callable[[str, float], None] | None,
+             first_s: float | None = None) -> tuple[str, str]:
     """``(status, error)`` after a processing error: ``received`` (retried later) or ``failed``."""
     error = f"{type(exc).__name__}: {exc}"[:10_000]
-    if retry is not None and transient(exc) and delivery.attempts < MAX_ATTEMPTS:
-        delay = retry_delay_s(delivery.attempts)
+    again = transient(exc) or transient_db(exc)
+    if retry is not None and again and delivery.attempts < MAX_ATTEMPTS:
+        delay = _delay_s(delivery.attempts, first_s)
         return "received", (f"attempt {delivery.attempts} of {MAX_ATTEMPTS} failed, retried in "
                             f"{delay:g} s: {error}")
-    if transient(exc):
+    if again:
         error = f"failed after {delivery.attempts} attempts: {error}"
     return "failed", error
+
+
+def _give_up(session_factory: sessionmaker[Session], delivery_id: str, error: str) -> str:
+    """End a claimed delivery ``failed`` with ``error`` (and its pending dispatches)."""
+    retry_locked(lambda: _mark(session_factory, delivery_id, "failed", error))
+    delivery_log(log, delivery_id).warning("failed: %s", error.splitlines()[0][:500])
+    return "failed"
 
 
 def process_delivery(
@@ -137,53 +180,103 @@ def process_delivery(
 ) -> str | None:
     """Process one stored delivery (see the module docstring); returns the final status
     (``received`` when a transient failure was handed to ``retry``), or ``None`` if it was not
-    claimable (unknown id or already claimed).  Never raises for a processor error."""
+    claimable (unknown id or already claimed).  Never raises for a processor error; an
+    unexpected error after the claim ends the delivery ``failed`` with it (or, when the
+    database itself is gone, returns ``INTERRUPTED`` and leaves it to recovery)."""
     dlog = delivery_log(log, delivery_id)
-    delivery = _claim(session_factory, delivery_id)
+    try:
+        delivery = _claim(session_factory, delivery_id)
+    except PayloadInvalid as exc:
+        return _give_up(session_factory, delivery_id, f"PayloadInvalid: {exc}")
     if delivery is None:
         dlog.info("not claimable (unknown or already taken)")
         return None
+    try:
+        status = _process_claimed(delivery, session_factory, settings, processor, report,
+                                  fanout, retry, ignore)
+    except Exception as exc:  # noqa: BLE001 - a bug after the claim must not leave it processing
+        if transient_db(exc):
+            dlog.warning("database unavailable (%s); recovery runs it again", type(exc).__name__)
+            return INTERRUPTED
+        dlog.exception("processing crashed")
+        status = _give_up(session_factory, delivery_id, f"internal error: {type(exc).__name__}: {exc}")
+    if on_finished is not None and status != "processing":  # deferred: other tasks finish it
+        on_finished(delivery, status)
+    return status
+
+
+def _process_claimed(delivery: Delivery, session_factory: sessionmaker[Session],
+                     settings: Settings, processor: Processor, report: Report | None,
+                     fanout: Callable[[Delivery], None] | None,
+                     retry: Callable[[str, float], None] | None,
+                     ignore: Callable[[Delivery], str | None] | None) -> str:
+    delivery_id = delivery.id
+    dlog = delivery_log(log, delivery_id)
     reason = ignore(delivery) if ignore is not None else None
     if reason is not None:
         retry_locked(lambda: _mark(session_factory, delivery_id, "ignored", reason))
         dlog.info("ignored: %s", reason)
-        if on_finished is not None:
-            on_finished(delivery, "ignored")
         return "ignored"
-    note = fan_out_safely(delivery, fanout)
-    sink = DeliverySink(delivery, session_factory, report, note)
-    run: Run | None = None
+    problem = payload_problem(delivery.event, delivery.payload)
+    if problem is not None:  # the same bytes fail every attempt: failed now, never retried
+        return _give_up(session_factory, delivery_id, f"PayloadInvalid: {problem}")
+    first_s = settings.delivery_retry_s
+    try:
+        if fanout is not None:
+            fanout(delivery)
+    except Exception as exc:  # noqa: BLE001 - recorded on the delivery, never lost
+        status, error = _failure(exc, delivery, retry, first_s)
+        error = f"fan-out: {error}"
+        if isinstance(exc, GitHubAPIError) and not transient(exc):
+            dlog.error("%s", error[:500])  # GitHub refused (4xx): the answer says it all
+        elif not (transient(exc) or transient_db(exc)):
+            dlog.exception("fan-out failed")  # a bug: its traceback helps
+    else:
+        status, error = _run(delivery, session_factory, settings, processor, report, retry, first_s)
+        if status in ("done", "deferred"):
+            return "processed" if status == "done" else "processing"
+    due = _delay_s(delivery.attempts, first_s) \
+        if status == "received" and retry is not None else None
+    retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
+    if due is not None:
+        dlog.warning("%s", error.splitlines()[0][:500])
+        retry(delivery_id, due)
+    dlog.info("%s: %s", status, error.splitlines()[0][:500] if error else "")
+    return status
+
+
+def _run(delivery: Delivery, session_factory: sessionmaker[Session], settings: Settings,
+         processor: Processor, report: Report | None,
+         retry: Callable[[str, float], None] | None, first_s: float) -> tuple[str, str | None]:
+    """The processor's part: ``("done", None)`` when the run and the delivery's final state
+    are stored, ``("deferred", None)`` when other tasks finish it, else ``(status, error)``
+    still to be recorded."""
+    delivery_id = delivery.id
+    dlog = delivery_log(log, delivery_id)
+    sink = DeliverySink(delivery, session_factory, report)
     dlog.info("%s: processing (attempt %d)", delivery.event, delivery.attempts)
     try:
         result = _stored_run(session_factory, delivery_id) or processor(delivery, settings, sink)
         if result is DEFERRED:
             dlog.info("run continues in other tasks; the delivery stays processing")
-            return "processing"
-        run = result
-        if run is not None:
-            sink.accept(run)  # ignored when the pipeline gave it to the sink already
-        status, error = "processed", note
+            return "deferred", None
+        if isinstance(result, Run):
+            sink.accept(result)  # ignored when the pipeline gave it to the sink already
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
-        status, error = _failure(exc, delivery, retry)
         if sink.accepted is not None:  # the run is stored: an error after that changes nothing
             dlog.exception("error after the run was stored")
-            status, error = "processed", note
-        elif status == "received":
-            dlog.warning("%s", error.splitlines()[0])
-        else:
+            return "done", None
+        status, error = _failure(exc, delivery, retry, first_s)
+        if status == "failed" and not isinstance(exc, (PayloadInvalid, ValidationError)):
             dlog.exception("failed")
-    due = retry_delay_s(delivery.attempts) if status == "received" and retry is not None else None
+        return status, error
     if sink.accepted is None:
-        retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
-    if due is not None:
-        retry(delivery_id, due)
-    dlog.info("%s%s", status, f" (run {run.id}: {run.conclusion})" if run is not None else
-              f": {error.splitlines()[0]}" if error else "")
-    if run is not None and status == "processed" and run.trigger == "webhook":
+        return "processed", None
+    run = sink.accepted
+    dlog.info("processed (run %s: %s)", run.id, run.conclusion)
+    if run.trigger == "webhook":
         evaluate_safely(session_factory, settings)  # HUD-style quarantine; logs, never raises
-    if on_finished is not None:
-        on_finished(delivery, status)
-    return status
+    return "done", None
 
 
 def _stored_run(session_factory: Callable[[], Session], delivery_id: str) -> Run | None:
@@ -199,20 +292,10 @@ def _stored_run(session_factory: Callable[[], Session], delivery_id: str) -> Run
 def _mark(session_factory: Callable[[], Session], delivery_id: str, status: str,
           error: str | None, retry_in_s: float | None = None) -> None:
     """Record the final (or, with ``retry_in_s``, the retried) state; the retry's due time is
-    stored for the deliveries page."""
+    stored for the deliveries page.  A final state also ends the delivery's dispatch rows still
+    ``pending`` (``failed``, with the delivery's error): no row outlives its delivery."""
     due = utcnow() + timedelta(seconds=retry_in_s) if retry_in_s is not None else None
     with session_factory() as session:
+        if status in ("processed", "ignored", "failed"):
+            fail_pending_dispatches(session, delivery_id, f"delivery {status}: {error or ''}")
         mark_delivery(session, delivery_id, status, error, next_attempt_at=due)
-
-
-def fan_out_safely(delivery: Delivery, fanout: Callable[[Delivery], None] | None) -> str | None:
-    """Run ``fanout(delivery)``; its failure is returned as the delivery's note, never raised
-    (the local backend still runs)."""
-    if fanout is None:
-        return None
-    try:
-        fanout(delivery)
-    except Exception as exc:  # noqa: BLE001 - the local backend still runs
-        delivery_log(log, delivery.id).exception("fan-out failed")
-        return f"fan-out: {type(exc).__name__}: {exc}"[:5_000]
-    return None

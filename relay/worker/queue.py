@@ -126,6 +126,11 @@ class InProcessQueue:
         with self._cond:
             return list(self._current.values())
 
+    def known(self) -> set[str]:
+        """Every delivery this queue holds: scheduled (now or later) or being handled."""
+        with self._cond:
+            return {entry[2] for entry in self._heap} | set(self._current.values())
+
     def scheduled(self) -> int:
         """Submissions not yet taken by a thread (due now or later)."""
         with self._cond:

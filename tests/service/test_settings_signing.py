@@ -66,7 +66,9 @@ def test_error_tree_is_pinned() -> None:
         "CommitEnvError", "InputError", "ChangeSourceError", "GitRangeError", "SymbolError",
         "SpecsInvalid", "EnvironmentError_", "ExecutionError", "ExecutionFailed", "MissingResults",
         "SpecRefError", "BisectionError", "BodyRefused", "DatabaseFileGone", "HookNotFound",
-        "TrimError"])
+        "TrimError",
+        # a stored payload the relay cannot act on: failed, never retried (issue 17)
+        "PayloadInvalid"])
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.RelayError)
     assert issubclass(errors.SignatureMissing, errors.SignatureHeaderError)

@@ -13,7 +13,12 @@ from celery import Celery
 
 from relay.settings import Settings
 
-__all__ = ["make_celery", "settings_of"]
+__all__ = ["make_celery", "settings_of", "mutex_expire_s"]
+
+
+def mutex_expire_s(settings: Settings) -> int:
+    """Seconds kombu's ``unacked_mutex`` lives when its holder dies (see ``make_celery``)."""
+    return int(min(300, max(2, settings.restore_interval_s)))
 
 
 def make_celery(settings: Settings, *, name: str = "relay") -> Celery:
@@ -24,6 +29,15 @@ def make_celery(settings: Settings, *, name: str = "relay") -> Celery:
     out again once ``visibility_timeout`` passes), ``task_reject_on_worker_lost`` (a pool process
     that dies requeues its message at once), ``worker_prefetch_multiplier=1`` (a worker holds no
     more messages than it has processes, so a slow shard does not hide others).  JSON only.
+
+    Redelivery honours ``RELAY_VISIBILITY_TIMEOUT_S``: kombu's Redis transport restores
+    unacknowledged messages older than ``visibility_timeout`` every ``unacked_restore_interval``
+    seconds under a Redis lock (``unacked_mutex``) that expires after ``unacked_mutex_expire``
+    — 300 s by default, so a worker killed while holding it blocked every redelivery for ~5 min
+    (issue 17).  The lock guards a scan of ≤ 10 index entries (milliseconds), so here it expires
+    after ``mutex_expire_s(settings)`` (the restore interval, at least 2 s, at most 300 s): a
+    dead holder delays redelivery by one restore period at most, so a message of a killed worker
+    is handed out again within about ``visibility_timeout + 2 × restore interval``.
     Raises ``ConfigError`` without a broker URL.
     """
     broker = settings.require_broker()
@@ -31,7 +45,8 @@ def make_celery(settings: Settings, *, name: str = "relay") -> Celery:
                  set_as_current=False)
     transport = {"visibility_timeout": settings.visibility_timeout_s,
                  "unacked_restore_interval": settings.restore_interval_s,
-                 "unacked_restore_throttle": 1}
+                 "unacked_restore_throttle": 1,
+                 "unacked_mutex_expire": mutex_expire_s(settings)}
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,

@@ -4,7 +4,9 @@
     once per accepted webhook delivery (``CeleryQueue.submit_delivery``; again at relay startup
     for rows still ``received``): ``relay.worker.celery.runs.start`` — claim, fan-out, plan,
     shards sent as a chord.  A message redelivered after its worker died finds the row
-    ``processing``: it is moved back to ``received`` first so the delivery is not lost.
+    ``processing``: it is moved back to ``received`` first so the delivery is not lost.  An
+    attempt that met the database gone (``INTERRUPTED``) retries the task after
+    ``RELAY_DELIVERY_RETRY_S``, which moves the row back the same way.
 ``relay.run_shard(run_key, shard, ids, specs, device, timeout_s, reruns, env, python, modes)``
     ``relay.worker.celery.shards.run_shard``; a database blip retries it under
     ``relay.retrying.SHARD_DB`` (its finished tests are kept), other errors fail the chord.
@@ -30,11 +32,13 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.retrying import SHARD_DB
+from relay.store.deliveries import POISON_ATTEMPTS
 from relay.store.tables import DeliveryRecord
 from relay.worker.celery import runs
 from relay.worker.celery.config import settings_of
 from relay.worker.celery.names import AGGREGATE, FINISH_RUN, PROCESS_DELIVERY, RUN_FAILED, RUN_SHARD
 from relay.worker.celery.shards import load_execution, run_shard, session_factory
+from relay.worker.processing import INTERRUPTED
 
 __all__ = ["register"]
 
@@ -43,7 +47,9 @@ log = logging.getLogger(__name__)
 
 def _requeue_if_redelivered(sf: sessionmaker[Session], delivery_id: str, request: Any) -> None:
     info = getattr(request, "delivery_info", None) or {}
-    if not (info.get("redelivered") or getattr(request, "redelivered", False)):
+    again = info.get("redelivered") or getattr(request, "redelivered", False) \
+        or (getattr(request, "retries", 0) or 0) > 0  # our own retry after the database left
+    if not again:
         return
     with sf() as session:
         session.execute(update(DeliveryRecord)
@@ -83,8 +89,11 @@ def register(app: Celery) -> dict[str, Any]:
     def process_delivery_task(self, delivery_id: str) -> str | None:
         settings = settings_of(app)
         _requeue_if_redelivered(session_factory(settings.database_url), delivery_id, self.request)
-        return runs.start(app, settings, delivery_id,  # transient failures: again, later
-                          retry=lambda d, delay: self.apply_async((d,), countdown=delay))
+        status = runs.start(app, settings, delivery_id,  # transient failures: again, later
+                            retry=lambda d, delay: self.apply_async((d,), countdown=delay))
+        if status == INTERRUPTED:  # the database left under the claim: once it is back
+            raise self.retry(countdown=settings.delivery_retry_s, max_retries=POISON_ATTEMPTS)
+        return status
 
     @app.task(name=FINISH_RUN)
     def finish_run_task(shard_returns: list[Any], plan: dict[str, Any], note: str | None) -> str:
