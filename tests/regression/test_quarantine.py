@@ -220,9 +220,12 @@ def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_ur
                    ref=MAIN, delivery_id=delivery.id, started_at=now, finished_at=now,
                    conclusion="success", results=results, counts=Run.count_outcomes(results))
 
+    from tests.fakes.github import push_payload
+
+    body = json.dumps(push_payload())  # a usable push: processing validates the payload first
     with factory() as s:
-        insert_delivery(s, delivery_id="d1", event="push", payload="{}")
-        insert_delivery(s, delivery_id="d2", event="push", payload="{}")
+        insert_delivery(s, delivery_id="d1", event="push", payload=body)
+        insert_delivery(s, delivery_id="d2", event="push", payload=body)
     assert process_delivery("d1", session_factory=factory, settings=settings,
                             processor=processor) == "processed"
     [rec] = records(factory)

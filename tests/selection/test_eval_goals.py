@@ -36,7 +36,8 @@ def _variant_universe():
     universe = [item("div", variant="no_rounding_mode"), item("div", variant="floor_rounding"),
                 item("add"), item("Linear", module="nn.Linear")]
     index = TestOpIndex({universe[0].id: ["aten::div"], universe[1].id: ["aten::div"],
-                         universe[2].id: ["aten::add"]})
+                         universe[2].id: ["aten::add"],
+                         universe[3].id: ["aten::addmm", "aten::t"]})  # the module's capture
     return universe, index
 
 
