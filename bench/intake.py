@@ -18,7 +18,10 @@ HTTP/1.1 client on asyncio streams, so the client costs little next to the serve
   ``synchronous=NORMAL`` — then 202: the honest ceiling of this design, and the goal's baseline;
 * the bare app: a raw ASGI callable that reads the body and answers 202 — the no-work ceiling,
   printed for context;
-* for context too, a bare FastAPI app with one route that reads the body and answers 202.
+* for context too, a bare FastAPI app with one route that reads the body and answers 202;
+* and, to split the relay's number, "relay intake": the same relay with processing parked
+  (accepted rows stay ``received``) — what the intake path costs without the in-process
+  workers claiming and marking each delivery beside it.
 
 Two phases per server: *open loop* at ``--rate`` req/s (requests sent on a fixed schedule;
 latency counted from the scheduled send time, so queueing is not hidden), then *closed loop*
@@ -144,6 +147,28 @@ def relay_factory():  # noqa: ANN201 - uvicorn --factory entry
     from relay.settings import get_settings
 
     return create_app(get_settings())
+
+
+class _Parked:
+    """A task queue that takes each accepted delivery and starts nothing: its row stays
+    ``received`` (restart recovery would run it).  Only for ``relay_intake_factory``."""
+
+    def submit_delivery(self, delivery_id: str) -> None:
+        pass
+
+    def close(self, timeout: float | None = None) -> None:
+        pass
+
+
+def relay_intake_factory():  # noqa: ANN201 - uvicorn --factory entry
+    """The relay app as ``relay_factory`` builds it, with processing parked (``_Parked``): the
+    intake path alone — verify, parse, group-committed insert, 202 — to split the relay's
+    number into what intake costs and what processing each delivery in the same process (its
+    claim, run lookup and final mark, sharing the GIL and the SQLite write lock) costs."""
+    from relay.service import create_app
+    from relay.settings import get_settings
+
+    return create_app(get_settings(), queue=_Parked())
 
 
 def payload_bytes(target: int = 25_000) -> bytes:
@@ -316,6 +341,7 @@ def main() -> None:
         for name, target, factory in (("bare uvicorn", "intake:bare_app", False),
                                       ("bare FastAPI", "intake:fastapi_factory", True),
                                       ("durable min", "intake:durable_app", False),
+                                      ("relay intake", "intake:relay_intake_factory", True),
                                       ("relay", "intake:relay_factory", True)):
             proc, port = start_server(target, env, factory, args.http)
             try:
@@ -326,7 +352,7 @@ def main() -> None:
                     proc.wait(15)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-    bare, fastapi, durable, relay = results
+    bare, fastapi, durable, intake_only, relay = results
     if args.json:
         print(json.dumps({"body_bytes": len(body), "results": results}, indent=2))
         return
@@ -342,6 +368,10 @@ def main() -> None:
     ratio = relay["closed"]["rps"] / durable["closed"]["rps"]
     print(f"relay/minimal durable receiver throughput {ratio:.2f}x (goal >= 0.8x); relay p99 at "
           f"{args.rate:.0f} req/s {relay['open']['p99']:.1f} ms (goal <= 50 ms)", file=out)
+    print(f"decomposition: relay intake alone (processing parked) / minimal durable "
+          f"{intake_only['closed']['rps'] / durable['closed']['rps']:.2f}x; processing in the same "
+          f"process takes the relay from {intake_only['closed']['rps']:.0f} to "
+          f"{relay['closed']['rps']:.0f} req/s", file=out)
     print(f"for context: relay/bare ASGI {relay['closed']['rps'] / bare['closed']['rps']:.2f}x, "
           f"relay/bare FastAPI route {relay['closed']['rps'] / fastapi['closed']['rps']:.2f}x",
           file=out)

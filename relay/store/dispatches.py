@@ -55,9 +55,9 @@ def mark_dispatch(session: Session, dispatch_id: int, status: str, *, error: str
 def fail_pending_dispatches(session: Session, delivery_id: str, error: str) -> int:
     """Mark the delivery's rows still ``pending`` ``failed`` with ``error`` (its delivery reached
     a final state, so nothing will send them); no commit.  Returns how many."""
-    result = session.execute(update(DispatchRecord)
-                             .where(DispatchRecord.delivery_id == delivery_id,
-                                    DispatchRecord.status == "pending")
+    table = DispatchRecord.__table__  # a Core UPDATE: no ORM bulk-update machinery per delivery
+    result = session.execute(update(table)
+                             .where(table.c.delivery_id == delivery_id, table.c.status == "pending")
                              .values(status="failed", error=error[:2000]))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

@@ -185,7 +185,8 @@ def load_runs(session: Session, run_ids: Sequence[str], *, with_results: bool = 
 def run_for_delivery(session: Session, delivery_id: str) -> Run | None:
     """The run already stored for a webhook delivery (newest), or ``None``: a delivery
     interrupted after its run was stored is finished with that run, not run twice."""
-    run_id = session.scalar(select(RunRecord.id).where(RunRecord.delivery_id == delivery_id,
-                                                       RunRecord.trigger == "webhook")
-                            .order_by(RunRecord.started_at.desc()).limit(1))
+    runs = RunRecord.__table__  # Core: one cheap indexed lookup per processed delivery
+    run_id = session.scalar(select(runs.c.id).where(runs.c.delivery_id == delivery_id,
+                                                    runs.c.trigger == "webhook")
+                            .order_by(runs.c.started_at.desc()).limit(1))
     return load_run(session, run_id) if run_id is not None else None
