@@ -12,19 +12,9 @@ import pytest
 
 from relay.settings import get_settings
 from relay.store import list_hud_results, load_run, make_engine, make_session_factory
+from tests.spec_text import compare_cpu_spec
 
-SPEC = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: add}, {name: nn.functional.gelu}, {name: mul}]
+SPEC = compare_cpu_spec(["add", "nn.functional.gelu", "mul"], extra="""\
         - names: [TestCommon::test_compare_cpu]
           mode: xfail
           reason: aten::_index_put_impl_ has no Spyre kernel
@@ -32,9 +22,7 @@ test_suite_config:
           edits:
             ops:
               include: [{name: index_put}]
-  global:
-    supported_dtypes: [float16]
-"""
+""")
 
 CHANGE = {
     "upstream": "pytorch/pytorch", "base": "aaaa", "head": "bbbb", "title": "gelu and index_put",

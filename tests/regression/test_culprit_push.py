@@ -22,27 +22,14 @@ from relay.store.hud_results import list_hud_results
 from relay.store.outbox import outbox_counts
 from tests.fakes.github import FakeGitHub, WebhookSender, push_payload
 from tests.fakes.upstream_git import make_upstream
+from tests.spec_text import compare_cpu_spec
 
 SECRET = "test-webhook-secret-culprit-0123"
 FAULT = "aten::_softmax:offset=0.05"
 SOFTMAX_TEST = "reg::TestCommon::test_compare_cpu[softmax-float16]"
 # the kernel file selects softmax and log_softmax; add and mul stay unselected
-SPEC = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: softmax}, {name: log_softmax}, {name: add}, {name: mul}]
-              exclude: [{name: softmax.with_dtype}, {name: log_softmax.with_dtype}]
-  global:
-    supported_dtypes: [float16]
-"""
+SPEC = compare_cpu_spec(["softmax", "log_softmax", "add", "mul"],
+                        exclude=["softmax.with_dtype", "log_softmax.with_dtype"])
 BAD = 10  # 0-based: the 11th of the 16 pushed commits commits the regression
 
 

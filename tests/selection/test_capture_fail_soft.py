@@ -16,20 +16,9 @@ from selection.memory import Memory
 from selection.models import ChangedFile, ChangeSet
 from selection.stage import Candidate, SelectionState
 from tests.selection.conftest import item
+from tests.spec_text import compare_cpu_spec
 
-NO_DTYPES = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: add}]
-"""
+NO_DTYPES = compare_cpu_spec(["add"], dtypes=None)
 CHANGE = {"base": "b" * 40, "head": "c" * 40,
           "files": [{"filename": "aten/src/ATen/native/BinaryOps.cpp"}]}
 

@@ -10,22 +10,9 @@ import sys
 from pathlib import Path
 
 from selection.models import Selection
+from tests.spec_text import compare_cpu_spec
 
-SPEC = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: add}, {name: softmax}, {name: mul}]
-  global:
-    supported_dtypes: [float16]
-"""
+SPEC = compare_cpu_spec(["add", "softmax", "mul"])
 
 GIT_DIFF = """\
 diff --git a/aten/src/ATen/native/SoftMax.cpp b/aten/src/ATen/native/SoftMax.cpp

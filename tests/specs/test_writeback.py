@@ -12,20 +12,9 @@ import pytest
 from test_specs.expand import expand_spec
 from test_specs.loader import load_spec
 from test_specs.writeback import Proposal, spec_patch
+from tests.spec_text import compare_cpu_spec
 
-HEAD = """\
-test_suite_config:
-  files:
-    - source: op_db
-      unlisted_test_mode: skip
-      reason: only compare_cpu here
-      issue: test fixture
-      tests:
-        - names: [TestCommon::test_compare_cpu]
-          edits:
-            ops:
-              include: [{name: add}, {name: mul}, {name: sub}, {name: neg}]
-"""
+HEAD = compare_cpu_spec(["add", "mul", "sub", "neg"], dtypes=None)
 SCALARS = HEAD + """\
   global:
     supported_dtypes: [float16]
