@@ -36,6 +36,7 @@ __all__ = [
     "get_delivery",
     "load_delivery",
     "claim_delivery",
+    "finish_processing",
     "claim_and_load",
     "mark_delivery",
     "pending_deliveries",
@@ -168,6 +169,19 @@ def claim_delivery(session: Session, delivery_id: str) -> bool:
         .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
     )
     session.commit()
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+def finish_processing(session: Session, delivery_id: str, status: str,
+                      error: str | None = None) -> bool:
+    """Move the delivery from ``processing`` to the final ``status`` with ``error``, stamping
+    ``processed_at``; no commit (the caller's transaction also stores the run).  ``False`` when
+    the row is not ``processing``: another attempt of the same delivery finished it first (a
+    broker redelivering a task that outlived its visibility timeout), so this attempt stores
+    nothing — a run is stored once per delivery."""
+    result = session.execute(
+        update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "processing")
+        .values(status=status, error=error, processed_at=utcnow(), next_attempt_at=None))
     return result.rowcount == 1  # type: ignore[attr-defined]
 
 

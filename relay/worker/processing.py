@@ -60,7 +60,7 @@ from relay.quarantine.policy import evaluate_safely
 from relay.retrying import DELIVERY
 from relay.settings import Settings
 from relay.store.db import retry_locked
-from relay.store.deliveries import claim_and_load, mark_delivery
+from relay.store.deliveries import claim_and_load, finish_processing, mark_delivery
 from relay.store.dispatches import fail_pending_dispatches
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
@@ -107,7 +107,8 @@ def _delay_s(attempts: int, first_s: float | None) -> float:
 class DeliverySink:
     """The ``ResultSink`` of a webhook run: the run, its report and the delivery's final state
     ``processed`` (with ``note`` as its error text, if any) in one transaction; a second ``accept``
-    of the same delivery is ignored (the run is stored once)."""
+    of the same delivery is ignored, and so is a run of a delivery another attempt already
+    finished (``finish_processing``): the run is stored once."""
 
     def __init__(self, delivery: Delivery, session_factory: Callable[[], Session],
                  report: Report | None = None, note: str | None = None) -> None:
@@ -121,14 +122,20 @@ class DeliverySink:
         if self.accepted is not None:
             return None
 
-        def write() -> None:
+        def write() -> bool:
             with self._sf() as session:
+                if not finish_processing(session, self.delivery.id, "processed", self.note):
+                    session.rollback()
+                    return False
                 save_run(session, run, commit=False)
                 if self._report is not None:
                     self._report(session, run, self.delivery)
-                mark_delivery(session, self.delivery.id, "processed", self.note)
+                session.commit()
+                return True
 
-        retry_locked(write)
+        if not retry_locked(write):
+            delivery_log(log, self.delivery.id).warning(
+                "already finished by another attempt; run %s is not stored again", run.id)
         self.accepted = run
         return None
 

@@ -65,3 +65,22 @@ def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(o
     with factory() as s:
         assert [r.id for r in s.query(RunRecord)] == ["run-d1"]
         assert get_delivery(s, "d-1").status == "processed"
+
+
+def test_two_attempts_of_one_delivery_store_one_run(one_delivery) -> None:
+    """A broker redelivering a planning task that outlived its visibility timeout runs the
+    delivery twice at once (bench/faults.py's kill9 row once stored two runs): the attempt
+    that finishes second finds the delivery no longer ``processing`` and stores nothing."""
+    from relay.store import load_delivery
+    from relay.worker.processing import DeliverySink
+
+    factory = one_delivery
+    with factory() as s:
+        assert claim_delivery(s, "d-1")
+        delivery = load_delivery(s, "d-1")
+    first, second = DeliverySink(delivery, factory), DeliverySink(delivery, factory)
+    first.accept(make_run("run-first", delivery_id="d-1", trigger="webhook"))
+    second.accept(make_run("run-second", delivery_id="d-1", trigger="webhook"))
+    with factory() as s:
+        assert [r.id for r in s.query(RunRecord)] == ["run-first"]
+        assert get_delivery(s, "d-1").status == "processed"
