@@ -263,7 +263,10 @@ def _run(delivery: Delivery, session_factory: sessionmaker[Session], settings: S
     sink = DeliverySink(delivery, session_factory, report)
     dlog.info("%s: processing (attempt %d)", delivery.event, delivery.attempts)
     try:
-        result = _stored_run(session_factory, delivery_id) or processor(delivery, settings, sink)
+        # a stored run means an earlier claim of this delivery (claims count attempts and
+        # nothing resets the count), so a first attempt need not look for one
+        stored = _stored_run(session_factory, delivery_id) if delivery.attempts > 1 else None
+        result = stored or processor(delivery, settings, sink)
         if result is DEFERRED:
             dlog.info("run continues in other tasks; the delivery stays processing")
             return "deferred", None
