@@ -83,7 +83,8 @@ def test_group_selection_keeps_only_rules_derived_from_those_groups():
     every = {r.id for r in capabilities.rules(None)}
     assert {"in_device_copy", "stick_layout", "missing_kernels", "missing_activation_kernels"} <= every
     ut = {r.id for r in capabilities.rules(frozenset({"upstream_tests"}))}
-    assert "missing_activation_kernels" not in ut and "in_device_copy" in ut
+    assert "missing_activation_kernels" not in ut and "missing_kernels" not in ut
+    assert {"in_device_copy", "stick_layout", "missing_unfold_kernel"} <= ut
     assert capabilities.rules(frozenset()) == ()
     assert capabilities.active_groups("") is None and capabilities.active_groups("none") == frozenset()
     assert capabilities.active_groups(" upstream_tests ,upstream_tests_beta") == {"upstream_tests",
