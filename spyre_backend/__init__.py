@@ -30,7 +30,7 @@ from . import compiler as _compiler  # noqa: E402
 _compiler.register()
 
 from . import support  # noqa: E402
-from .errors import SpyreDtypeError, SpyreError, SpyreUnsupportedOpError  # noqa: E402
+from .errors import SpyreCompileError, SpyreDtypeError, SpyreError, SpyreUnsupportedOpError  # noqa: E402
 from .numerics import SpyrePrecisionWarning  # noqa: E402
 
 DEVICE_TYPE = "spyre"
@@ -40,6 +40,7 @@ __all__ = [
     "SpyreError",
     "SpyreUnsupportedOpError",
     "SpyreDtypeError",
+    "SpyreCompileError",
     "SpyrePrecisionWarning",
     "support",
 ]

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from . import graph_rewrites, support
+from . import capabilities, graph_rewrites, support
 from .errors import SpyreUnsupportedOpError
 
 __all__ = ["BACKEND_NAME", "spyre_compiler", "check_graph", "register", "last_compiled"]
@@ -110,7 +110,8 @@ def _compile_aten_graph(gm: fx.GraphModule, example_inputs: list) -> Callable:
     last_compiled.append(CompiledGraph(gm, rewrites))
 
     def run(args: list) -> Any:
-        return gm(*args)
+        with capabilities.compiled_graph():
+            return gm(*args)
 
     run._boxed_call = True  # aot_autograd passes the inputs as one list
     return run

@@ -4,7 +4,9 @@ Hierarchy (each also subclasses the builtin a PyTorch user would expect)::
 
     SpyreError
      ├── SpyreUnsupportedOpError   (NotImplementedError) op has no Spyre kernel / not in the table
-     └── SpyreDtypeError           (TypeError)           dtype not supported by that op on Spyre
+     ├── SpyreDtypeError           (TypeError)           dtype not supported by that op on Spyre
+     └── SpyreCompileError         (RuntimeError)        the Spyre compiler/runtime rejects the call
+                                                         (a capability rule, ``capabilities.yaml``)
 
 Out-of-memory is reported with ``torch.OutOfMemoryError`` (not part of this tree) so code that
 already handles CUDA OOM handles Spyre OOM the same way.
@@ -12,7 +14,7 @@ already handles CUDA OOM handles Spyre OOM the same way.
 
 from __future__ import annotations
 
-__all__ = ["SpyreError", "SpyreUnsupportedOpError", "SpyreDtypeError"]
+__all__ = ["SpyreError", "SpyreUnsupportedOpError", "SpyreDtypeError", "SpyreCompileError"]
 
 
 class SpyreError(Exception):
@@ -35,3 +37,8 @@ class SpyreUnsupportedOpError(SpyreError, NotImplementedError):
 
 class SpyreDtypeError(SpyreError, TypeError):
     """A tensor's dtype is not supported by the aten op on Spyre (message names dtype and op)."""
+
+
+class SpyreCompileError(SpyreError, RuntimeError):
+    """The op has a kernel but real Spyre rejects this call (an in-device copy, a non-contiguous
+    kernel input); the message names the aten op, dtype, capability rule and its source."""

@@ -5,7 +5,9 @@ argument, or ``device="spyre"``). Steps, in order:
 
 1. look the overload up in the support table (``spyre_backend.support``); absent or denied →
    torch's own argument error if the call is invalid (``validation``), else
-   ``SpyreUnsupportedOpError`` (a ``NotImplementedError``) naming the aten op;
+   ``SpyreUnsupportedOpError`` (a ``NotImplementedError``) naming the aten op; then the
+   capability rules (``spyre_backend.capabilities``: in-device copies, non-contiguous kernel
+   inputs, kernels the Spyre stack lacks) → ``SpyreCompileError`` / ``SpyreUnsupportedOpError``;
 2. check the dtype of every device tensor argument → ``SpyreDtypeError`` (a ``TypeError``), and
    that no CPU tensor (other than a 0-dim scalar) is mixed in → PyTorch's same-device
    ``RuntimeError`` (copies and CPU index tensors excepted, as on CUDA);
@@ -25,7 +27,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, device_module, faults, numerics, support, tensors, validation
+from . import adapters, capabilities, device_module, faults, numerics, support, tensors, validation
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 
 __all__ = ["spyre_fallback", "DEVICE_TYPE"]
@@ -37,7 +39,8 @@ _REJECTED = (torch.float64, torch.complex32, torch.complex64, torch.complex128)
 class _OpInfo:
     """Per-overload facts derived once from the schema and the support table."""
 
-    __slots__ = ("name", "full", "row", "dtypes", "dtype_objs", "returns", "mutated", "outs", "handler", "same_device")
+    __slots__ = ("name", "full", "row", "dtypes", "dtype_objs", "returns", "mutated", "outs", "handler", "same_device",
+                 "caps")
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
         schema = op._schema
@@ -66,6 +69,7 @@ class _OpInfo:
                     self.outs.append((i, arg.name))
         self.handler = _SPECIAL.get(self.full)
         self.same_device = self.name not in _MIXED_DEVICE_OK
+        self.caps = capabilities.rules_for(self.full, self.row.category if self.row else None)
 
 
 _infos: dict[Any, _OpInfo] = {}
@@ -155,6 +159,8 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     row = info.row
     if row is None or not row.supported:  # torch's own argument errors come first (validation)
         raise validation.torch_error_first(op, args, kwargs) or _unsupported(info)
+    if info.caps:  # what real Spyre rejects although the op has a kernel (capabilities.yaml)
+        capabilities.check(op, info.full, info.caps, args, kwargs)
     if info.handler is not None:
         return info.handler(info, op, args, kwargs)
 

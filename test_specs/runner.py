@@ -9,8 +9,8 @@ per item) under ``<workdir>``:
    -p no:cacheprovider <spec files> --spyre-select=... --spyre-device=... -n <workers>
    --max-worker-restart=<enough for every test to crash> --junitxml=<workdir>/junit.xml
    --report-log=<workdir>/reportlog.jsonl --spyre-dump-items=<workdir>/items.jsonl
-   --timeout=<timeout_s> --spyre-hang-kill=<timeout_s + HANG_GRACE_S> -p no:warnings [--reruns N]
-   -q`` with
+   --timeout=<timeout_s> --spyre-hang-kill=<timeout_s + HANG_GRACE_S> --tb=native -p no:warnings
+   [--reruns N] -q`` with
    ``cwd=workdir`` in its own process group; pytest's output goes to ``<workdir>/pytest.log``.
    ``reruns`` (default 2, PyTorch CI's convention): pytest-rerunfailures reruns a failing test;
    failed-then-passed is ``flaky``.  pytest-timeout interrupts a test after ``timeout_s``;
@@ -159,6 +159,9 @@ def _command(specs: list[str], workdir: Path, *, device: str, reruns: int, timeo
            f"--junitxml={workdir / 'junit.xml'}", f"--report-log={workdir / 'reportlog.jsonl'}",
            f"--spyre-dump-items={workdir / 'items.jsonl'}", f"--timeout={timeout_s:g}",
            f"--spyre-hang-kill={timeout_s + HANG_GRACE_S:g}", "-q", "-rN", "-o", "junit_logging=no",
+           # stdlib tracebacks: pytest's own style parses each frame's source file (an AST of
+           # common_methods_invocations.py per frame) — 84 s of 155 s of a 452-xfail run, profiled
+           "--tb=native",
            # warnings go to pytest.log as Python prints them: xdist would forward each to the
            # controller, which imports the warning's module (spyre_backend, torch: ~2.5 s of CPU)
            "-p", "no:warnings"]

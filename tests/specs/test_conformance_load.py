@@ -30,6 +30,22 @@ def test_comment_reasons_of_real_configs_count_under_strict() -> None:
     assert spec.test_reason(0, 2, 0) == "xfail: torch._inductor.exc.InductorError"  # trailing on mode
 
 
+@pytest.mark.skipif(not REAL, reason=f"shared torch-spyre configs absent ({CONFIGS})")
+def test_real_configs_fail_strict_only_where_an_entry_states_no_reason() -> None:
+    """torch-spyre's schema has no reason field and requires none (its reasons are comments):
+    the real configs that fail ``--strict`` do so only for entries with neither a comment on or
+    above them nor a reason — our superset's stricter rule, not a misread comment."""
+    errors = check_specs(REAL, strict=True)
+    assert all("needs a reason" in e.message for e in errors), errors
+    found = sorted((Path(e.file).name, e.line) for e in errors)
+    assert found == [("example_test_config.yaml", 25), ("model_ops_tests__bert-base-uncased.yaml", 41),
+                     ("test_binary_ufuncs.yaml", 9), ("test_binary_ufuncs.yaml", 111),
+                     ("test_view_ops_config.yaml", 189)]
+    for name, line in found:  # no comment on the flagged line or the line above it
+        lines = (CONFIGS / name).read_text(encoding="utf-8").splitlines()
+        assert "#" not in lines[line - 1] and not lines[line - 2].strip().startswith("#"), (name, line)
+
+
 def test_dtype_aliases_are_torch_names() -> None:
     import torch
 

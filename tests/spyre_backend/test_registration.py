@@ -127,7 +127,9 @@ def test_deepcopy_and_save_load_round_trip():
     import io
 
     s = torch.randn(3, dtype=torch.float16).to("spyre")
-    assert torch.equal(copy.deepcopy(s).cpu(), s.cpu())
+    # deepcopy copies device bytes on the device: real Spyre lacks in-device copies (capabilities)
+    with pytest.raises(spyre_backend.SpyreCompileError, match="In-device copy not implemented"):
+        copy.deepcopy(s)
     buf = io.BytesIO()
     torch.save({"t": s, "v": s[1:]}, buf)
     buf.seek(0)
