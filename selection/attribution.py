@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from selection.models import ChangedFile
+from selection.module_graph import callers, dependents
 from selection.native import KernelNames, NativeDefinitions, patch_ops, stem_ops
+from selection.native_families import NATIVE_FAMILIES
 from selection.patch_symbols import symbols_from_patch
 from selection.source_map import SourceMap
 
@@ -58,41 +60,6 @@ NATIVE_PREFIX = "aten/src/ATen/"
 MODULES_PY = "torch/nn/modules/"
 FUNCTIONAL_PY = "torch/nn/functional.py"
 CPP_SUFFIXES = (".cpp", ".h", ".cc", ".hpp")
-#: File-stem key of the big shared kernel files whose names say nothing about their ops → op
-#: keys they implement.  Source: the layout of PyTorch's ``aten/src/ATen/native/`` (2.x); used
-#: only when no source tree was given to read the kernels from.
-NATIVE_FAMILIES: dict[str, tuple[str, ...]] = {
-    "binaryops": ("add", "sub", "mul", "div", "remainder", "fmod", "pow", "maximum", "minimum",
-                  "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"),
-    "unaryops": ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-                 "sigmoid", "sign", "floor", "ceil", "round", "trunc", "reciprocal", "erf"),
-    "reduceops": ("sum", "mean", "prod", "amax", "amin", "max", "min", "std", "var", "norm",
-                  "argmax", "argmin", "cumsum", "logsumexp", "all", "any"),
-    "tensorshape": ("cat", "stack", "transpose", "permute", "reshape", "view", "expand", "squeeze",
-                    "unsqueeze", "split", "chunk", "narrow", "select", "slice", "t", "flatten"),
-    "linearalgebra": ("addmm", "mm", "bmm", "matmul", "baddbmm", "addbmm", "dot", "vdot",
-                      "addmv", "mv", "linalg_vector_norm"),
-    "blas": ("addmm", "mm", "addmv", "mv", "dot", "vdot"),
-    "activation": ("gelu", "silu", "relu", "hardtanh", "elu", "leaky_relu", "softplus",
-                   "hardswish", "hardsigmoid", "mish", "threshold", "glu", "prelu", "log_sigmoid"),
-    "pointwiseops": ("addcmul", "addcdiv", "lerp"),
-    "tensorcompare": ("where", "clamp", "clamp_min", "clamp_max", "isclose", "allclose", "isnan"),
-    "normalization": ("native_batch_norm", "batch_norm", "native_layer_norm", "layer_norm",
-                      "native_group_norm", "group_norm"),
-    "loss": ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-             "kl_div", "margin_ranking_loss", "soft_margin_loss"),
-    "lossnll": ("nll_loss", "nll_loss_forward", "nll_loss2d"),
-    "indexing": ("index", "index_put", "index_select", "gather", "scatter", "masked_fill",
-                 "index_add"),
-    "tensorfactories": ("arange", "full", "zeros", "ones", "empty", "linspace", "eye"),
-    "sorting": ("sort", "topk", "kthvalue", "median"),
-    "tensoradvancedindexing": ("index", "index_put", "_index_put_impl_", "index_select", "index_add",
-                               "index_copy", "index_fill", "index_reduce", "gather", "scatter",
-                               "scatter_add", "scatter_reduce", "masked_fill", "masked_scatter",
-                               "masked_select", "take", "put", "nonzero", "count_nonzero"),
-    "tensortransformations": ("flip", "roll", "rot90", "fliplr", "flipud", "atleast_1d",
-                              "atleast_2d", "atleast_3d"),
-}
 
 
 def _strip(name: str) -> str:
@@ -186,6 +153,22 @@ class OpCatalog:
         underscores ignored: ``silu`` → ``nn.SiLU``)."""
         return set(self._modkeys.get(key.replace("_", ""), ()))
 
+    def modules_built_of(self, classes: Iterable[str]) -> set[str]:
+        """ModuleInfo names of the module classes built of (containing or subclassing) one of
+        ``classes``, transitively (``selection.module_graph``; ``Linear`` →
+        ``nn.TransformerEncoderLayer``, ``Conv2d`` → ``nn.LazyConv2d``)."""
+        uses = self.source_map.module_uses if self.source_map is not None else {}
+        return {f"nn.{c}" for c in dependents(classes, uses)} & self.modules
+
+    def modules_calling(self, function: str) -> set[str]:
+        """ModuleInfo names of the classes whose body calls ``torch.nn.functional.<function>``,
+        and of the classes built of those (``multi_head_attention_forward`` →
+        ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``, …)."""
+        if self.source_map is None:
+            return set()
+        direct = callers(function, self.source_map.module_functional)
+        return ({f"nn.{c}" for c in direct} & self.modules) | self.modules_built_of(direct)
+
     def aten_by_key(self, key: str) -> set[str]:
         """Aten ops whose key is ``key``."""
         return set(self._aten.get(key, ()))
@@ -259,7 +242,8 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
         for mkey in method_keys(sym):  # ``Tensor.__rsub__`` → rsub, sub
             hits |= catalog.aten_by_key(mkey)
             named |= catalog.opinfo_by_key(mkey)
-        mods = catalog.modules_by_key(key) if f.filename == FUNCTIONAL_PY else set()
+        mods = (catalog.modules_by_key(key) | catalog.modules_calling(sym.split('.')[0])
+                if f.filename == FUNCTIONAL_PY else set())
         if hits or named or mods:
             aten |= hits
             infos |= named
@@ -343,14 +327,18 @@ def functional_key(cls: str) -> list[str]:
 
 def _module_file_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     """``torch/nn/modules/<file>.py``: the ModuleInfos of the classes it defines (those its
-    symbols name, else all), plus the OpInfo tests of their functional forms."""
+    symbols name, else all) and of the classes built of them (``selection.module_graph``),
+    plus the OpInfo tests of their functional forms."""
     sm = catalog.source_map
     classes = sm.module_classes.get(f.filename) if sm is not None else None
     if not classes:
         return Impact(f.filename, attributed=False)
-    touched = {sym.split(".")[0] for sym in f.symbols or ()} & set(classes)
+    named = {sym.split(".")[0] for sym in f.symbols or ()}
+    touched = named & set(classes)
     picked = sorted(touched or classes)
     modules = {f"nn.{c}" for c in picked} & catalog.modules
+    # the modules built of (or subclassing) them; a private base such as ``_ConvNd`` counts too
+    users = catalog.modules_built_of((touched | {n for n in named if n.startswith("_")}) or set(classes)) - modules
     infos: set[str] = set()
     for cls in picked:
         for key in functional_key(cls):
@@ -359,9 +347,10 @@ def _module_file_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
                 infos |= hit
                 break
     which = "changed classes" if touched else "classes it defines"
+    built = f"; modules built of them {', '.join(sorted(users))}" if users else ""
     reason = (f"{f.filename} ({which}: {', '.join(picked)}) → modules {', '.join(sorted(modules)) or 'none tested'}"
-              f"; functional {', '.join(sorted({catalog.opinfos[s] for s in infos})) or 'none'}")
-    return Impact(f.filename, opinfos=frozenset(infos), modules=frozenset(modules), reasons=(reason,),
+              f"{built}; functional {', '.join(sorted({catalog.opinfos[s] for s in infos})) or 'none'}")
+    return Impact(f.filename, opinfos=frozenset(infos), modules=frozenset(modules | users), reasons=(reason,),
                   why={s: reason for s in infos})
 
 

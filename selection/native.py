@@ -26,7 +26,7 @@ stem's CamelCase words minus generic ones (``GENERIC_WORDS``), each word's key m
 kernel names, the most specific joining of all the words first (``SoftMax`` → ``softmax``,
 ``UpSampleNearest2d`` → ``upsample_nearest2d``, ``Embedding.cpp`` → ``embedding``,
 ``TensorAdvancedIndexing`` → ``index``), each word alone only when no joining matches, plus
-``selection.attribution.NATIVE_FAMILIES`` for the shared kernel files whose
+``selection.native_families.NATIVE_FAMILIES`` for the shared kernel files whose
 names say little (``BinaryOps.cpp``, ``TensorTransformations.cpp``).  A file none of these
 attribute is *not attributable*: memory reports it and selects the shared-machinery canaries
 (``selection.canary``), never the whole universe.
