@@ -160,6 +160,17 @@ class OpCatalog:
         uses = self.source_map.module_uses if self.source_map is not None else {}
         return {f"nn.{c}" for c in dependents(classes, uses)} & self.modules
 
+    def modules_through_functional(self, ops: set[str]) -> set[str]:
+        """ModuleInfo names of the modules calling an ``nn.functional`` function that calls one of
+        ``ops`` (source map): composite ops such as ``aten::rms_norm`` decompose before dispatch,
+        so no capture lists them, yet ``nn.RMSNorm`` runs them through ``F.rms_norm``."""
+        called = self.source_map.symbols.get(FUNCTIONAL_PY, {}) if self.source_map is not None else {}
+        out: set[str] = set()
+        for fn, fn_ops in called.items():
+            if ops.intersection(fn_ops):
+                out |= self.modules_calling(fn)
+        return out
+
     def modules_calling(self, function: str) -> set[str]:
         """ModuleInfo names of the classes whose body calls ``torch.nn.functional.<function>``,
         and of the classes built of those (``multi_head_attention_forward`` →
@@ -373,10 +384,12 @@ def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Im
         return Impact(name, attributed=False, canary=True, reasons=(
             f"{name}: not attributable to ops (no kernel in its patch or name); canaries",))
     ops = catalog.indexed(found)
-    infos = catalog.variants(ops)
-    reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}"
+    infos = catalog.variants(ops | found)  # ``aten::layer_norm`` (composite, never indexed) too
+    modules = catalog.modules_through_functional(found | ops)
+    via = f"; modules through nn.functional {', '.join(sorted(modules))}" if modules else ""
+    reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}{via}"
     return Impact(name, frozenset(ops), frozenset(infos), reasons=(reason,),
-                  why={s: reason for s in infos}, broad=broad)
+                  why={s: reason for s in infos}, broad=broad, modules=frozenset(modules))
 
 
 def attribute_all(files: Iterable[ChangedFile], catalog: OpCatalog, commit: str | None = None) -> list[Impact]:
