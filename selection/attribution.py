@@ -46,7 +46,7 @@ from selection.catalog import (
     symbol_key,
 )
 from selection.models import ChangedFile
-from selection.native import patch_ops
+from selection.native import is_helper, patch_names, patch_ops
 from selection.patch_symbols import symbols_from_patch
 
 OP_HEADER = re.compile(r"^torch/include/ATen/ops/(?P<op>[A-Za-z0-9_]+?)"
@@ -74,11 +74,13 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     """Changed symbols of an op-stack Python file → ops and OpInfos (module docstring); in
     ``torch/nn/functional.py`` also the modules whose functional form a symbol is (``layer_norm``
     → ``nn.LayerNorm``)."""
+    sm = catalog.source_map
+    if f.symbols is None and sm is not None and sm.symbols.get(f.filename):
+        return _whole_python_file(f, catalog)
     modules: set[str] = set()
     aten: set[str] = set()
     infos: set[str] = set()
     reasons: list[str] = []
-    sm = catalog.source_map
     for sym in f.symbols or ():
         key = symbol_key(sym)
         read = sm.symbol_ops(f.filename, sym) if sm is not None else []
@@ -100,6 +102,20 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     # (to nothing).  Symbols unknown (not computed, unparsable file): not attributed.
     return Impact(f.filename, frozenset(aten), frozenset(infos), tuple(reasons),
                   attributed=f.symbols is not None, modules=frozenset(modules))
+
+
+def _whole_python_file(f: ChangedFile, catalog: OpCatalog) -> Impact:
+    """An op-stack Python file changed as a whole (a push lists names only, no patch, no
+    symbols): the OpInfos of every op it registers or calls (source map), as a broad impact —
+    a cross-section of each (``selection.memory``), not every test calling the ops: a Python
+    reference or decomposition runs in the tests of its own op, not inside other ops' kernels."""
+    sm = catalog.source_map
+    read = {op for ops in sm.symbols[f.filename].values() for op in ops} if sm is not None else set()
+    infos = catalog.variants(catalog.indexed(read) | read)
+    reason = (f"{f.filename}: whole file without a patch → the OpInfos of the {len(read)} ops it registers "
+              f"({len(infos)} tested)")
+    return Impact(f.filename, opinfos=frozenset(infos), reasons=(reason,), why={s: reason for s in infos},
+                  broad=True)
 
 
 def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
@@ -213,11 +229,31 @@ def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Im
     modules = catalog.modules_through_functional(found | ops)
     via = f"; modules through nn.functional {', '.join(sorted(modules))}" if modules else ""
     reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}{via}"
+    helpers = [n for n in patch_names(f.patch) if is_helper(n, catalog.kernel_names)] \
+        if f.patch and catalog.kernel_names is not None and not broad else []
     return Impact(name, frozenset(ops), frozenset(infos), reasons=(reason,),
-                  why={s: reason for s in infos}, broad=broad, modules=frozenset(modules))
+                  why={s: reason for s in infos}, broad=broad, modules=frozenset(modules),
+                  companions=_helper_file(f, catalog, commit, helpers))
+
+
+def _helper_file(f: ChangedFile, catalog: OpCatalog, commit: str | None, helpers: list[str]) -> tuple[Impact, ...]:
+    """For a patch that changes helpers (``selection.native.is_helper``): the file's ops as a
+    whole-file change (``OpCatalog.native_ops``), since which of its kernels call the helpers is
+    not in the patch; ``()`` without helpers or when the file's ops are unknown."""
+    if not helpers:
+        return ()
+    found, how = catalog.native_ops(f.filename, commit if f.status != "removed" else None)
+    if not found:
+        return ()
+    ops = catalog.indexed(found)
+    infos = catalog.variants(ops | found)
+    reason = (f"{f.filename}: helper {', '.join(helpers[:3])} changed; the kernels calling it are not in the "
+              f"patch → the file's ops ({how}): {', '.join(sorted(ops)) or 'no tested op'}")
+    return (Impact(f.filename, frozenset(ops), frozenset(infos), reasons=(reason,),
+                   why={s: reason for s in infos}, broad="defines" not in how),)
 
 
 def attribute_all(files: Iterable[ChangedFile], catalog: OpCatalog, commit: str | None = None) -> list[Impact]:
-    """``attribute`` for every file, in input order; ``commit``: the change's head (for the
-    kernels a native file defines there)."""
-    return [attribute(f, catalog, commit) for f in files]
+    """``attribute`` for every file, in input order, each followed by its companions (a changed
+    helper's file); ``commit``: the change's head (for the kernels a native file defines there)."""
+    return [imp for f in files for first in (attribute(f, catalog, commit),) for imp in (first, *first.companions)]

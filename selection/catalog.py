@@ -71,6 +71,7 @@ class Impact:
     canary: bool = False  # not attributable C++: the shared-machinery canaries, not the area
     modules: frozenset[str] = frozenset()  # ModuleInfo names (``nn.Linear``) whose module changed
     broad: bool = False  # a whole native file attributed by name or table (no patch, no checkout)
+    companions: tuple[Impact, ...] = ()  # more impacts of the same file (a changed helper's file)
 
 
 @dataclass

@@ -169,6 +169,15 @@ def patch_ops(patch: str, names: KernelNames) -> tuple[set[str], list[str]]:
     return ops, reasons
 
 
+def is_helper(name: str, names: KernelNames) -> bool:
+    """Whether a touched kernel-ish ``name`` is a helper: resolved by a run of its words, not a
+    kernel itself nor a dispatch stub (``addmm_impl_cpu_``, ``div_floor_kernel``,
+    ``layer_norm_with_mean_rstd_out``).  Which other kernels of the file call a helper is not in
+    the patch (``mm_out_cpu`` calls ``addmm_impl_cpu_``; ``floor_divide`` reaches
+    ``div_floor_kernel`` through ``div_floor_stub``)."""
+    return not names._exact(name) and not name.endswith("_stub") and bool(names.resolve(name))
+
+
 def stem_ops(path: str, names: KernelNames, families: Mapping[str, tuple[str, ...]]) -> tuple[set[str], str]:
     """(ops, rule) of the file-stem rule for ``path`` (module docstring); ``set()`` if none.
 

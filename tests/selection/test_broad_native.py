@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.attribution import OpCatalog, attribute
+from selection.attribution import OpCatalog, attribute, attribute_all
 from selection.index import TestOpIndex
 from selection.memory import BROAD_SUBJECTS, Memory
 from selection.models import ChangedFile, ChangeSet
@@ -30,7 +30,8 @@ class RMSNorm(Module):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 '''
 YAML = "".join(f"- func: {op}(Tensor self) -> Tensor\n" for op in UNARY + ("rms_norm", "_native_batch_norm_legit",
-                                                                           "mean", "rsqrt"))
+                                                                           "mean", "rsqrt")) + (
+    "- func: expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n  structured: True\n")
 
 
 def _item(subject: str, template: str, dtype: str, module: bool = False) -> SpecItem:
@@ -97,3 +98,27 @@ def test_a_composite_op_reaches_the_modules_calling_its_functional_form(tmp_path
     imp = attribute(ChangedFile(filename="aten/src/ATen/native/layer_norm.cpp"), catalog)
     assert imp.modules == {"nn.RMSNorm"}  # aten::rms_norm → F.rms_norm → RMSNorm.forward
     assert "modules through nn.functional nn.RMSNorm" in imp.reasons[0]
+
+
+def test_a_changed_helper_also_selects_the_ops_of_its_file(tmp_path: Path) -> None:
+    universe, index, catalog = _setup(tmp_path)
+    helper = ChangedFile(filename="aten/src/ATen/native/UnaryOps.cpp",
+                         patch="@@ -9,2 +9,2 @@ static void expm1_impl_helper(\n-  a;\n+  b;\n")
+    imps = attribute_all([helper], catalog)
+    assert [i.broad for i in imps] == [False, True]  # the helper's op exactly, then its file's ops
+    assert imps[0].aten_ops == {"aten::expm1"} and "helper expm1_impl_helper changed" in imps[1].reasons[0]
+    st = _run(universe, index, catalog, helper)
+    assert {c.item.op for c in st.candidates if c.item.op} == set(UNARY)
+    assert len([c for c in st.candidates if c.item.op == "expm1"]) == len(TEMPLATES) * len(DTYPES)  # all of its own
+
+
+def test_a_whole_python_op_file_selects_the_opinfos_of_its_ops_only(tmp_path: Path) -> None:
+    universe, index, catalog = _setup(tmp_path)
+    (tmp_path / "torch/_refs").mkdir(parents=True)
+    (tmp_path / "torch/_refs/__init__.py").write_text(
+        "@register_decomposition(aten.expm1)\ndef expm1(a):\n    return a\n\n\n"
+        "@register_decomposition(aten.rsqrt)\ndef rsqrt(a):\n    return a\n")
+    catalog.source_map = SourceMap.from_root(tmp_path)
+    st = _run(universe, index, catalog, ChangedFile(filename="torch/_refs/__init__.py"))
+    assert {c.item.subject for c in st.candidates} == {"expm1", "rsqrt"}  # not nn.RMSNorm, which runs rsqrt
+    assert not any("fail soft" in n for n in st.notes)
