@@ -34,7 +34,7 @@ NATIVE_FAMILIES: dict[str, tuple[str, ...]] = {
                     "unsqueeze", "split", "chunk", "narrow", "select", "slice", "t", "flatten"),
     "linearalgebra": ("addmm", "mm", "bmm", "matmul", "baddbmm", "addbmm", "dot", "vdot",
                       "addmv", "mv", "linalg_vector_norm"),
-    "blas": ("addmm", "mm", "addmv", "mv", "dot", "vdot"),
+    "blas": ("addmv", "mv", "dot", "vdot", "_scaled_mm"),  # mm/addmm: LinearAlgebra.cpp
     "activation": ("gelu", "silu", "relu", "hardtanh", "elu", "leaky_relu", "softplus",
                    "hardswish", "hardsigmoid", "mish", "threshold", "glu", "prelu", "log_sigmoid"),
     "pointwiseops": ("addcmul", "addcdiv", "lerp"),
