@@ -108,14 +108,20 @@ def _whole_python_file(f: ChangedFile, catalog: OpCatalog) -> Impact:
     """An op-stack Python file changed as a whole (a push lists names only, no patch, no
     symbols): the OpInfos of every op it registers or calls (source map), as a broad impact —
     a cross-section of each (``selection.memory``), not every test calling the ops: a Python
-    reference or decomposition runs in the tests of its own op, not inside other ops' kernels."""
+    reference or decomposition runs in the tests of its own op, not inside other ops' kernels.
+    ``torch/nn/functional.py`` also reaches every module calling one of its functions."""
     sm = catalog.source_map
-    read = {op for ops in sm.symbols[f.filename].values() for op in ops} if sm is not None else set()
+    symbols = sm.symbols[f.filename] if sm is not None else {}
+    read = {op for ops in symbols.values() for op in ops}
     infos = catalog.variants(catalog.indexed(read) | read)
+    modules: set[str] = set()
+    if f.filename == FUNCTIONAL_PY:  # modules call nn.functional: every module calling one of its functions
+        for fn in symbols:
+            modules |= catalog.modules_calling(fn)
     reason = (f"{f.filename}: whole file without a patch → the OpInfos of the {len(read)} ops it registers "
-              f"({len(infos)} tested)")
+              f"({len(infos)} tested)" + (f" and {len(modules)} modules calling it" if modules else ""))
     return Impact(f.filename, opinfos=frozenset(infos), reasons=(reason,), why={s: reason for s in infos},
-                  broad=True)
+                  broad=True, modules=frozenset(modules))
 
 
 def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:

@@ -122,3 +122,10 @@ def test_a_whole_python_op_file_selects_the_opinfos_of_its_ops_only(tmp_path: Pa
     st = _run(universe, index, catalog, ChangedFile(filename="torch/_refs/__init__.py"))
     assert {c.item.subject for c in st.candidates} == {"expm1", "rsqrt"}  # not nn.RMSNorm, which runs rsqrt
     assert not any("fail soft" in n for n in st.notes)
+
+
+def test_a_whole_functional_py_also_reaches_the_modules_calling_it(tmp_path: Path) -> None:
+    universe, index, catalog = _setup(tmp_path)
+    imp = attribute(ChangedFile(filename="torch/nn/functional.py"), catalog)
+    assert imp.broad and imp.modules == {"nn.RMSNorm"}  # RMSNorm.forward calls F.rms_norm
+    assert "1 modules calling it" in imp.reasons[0]
