@@ -169,7 +169,7 @@ class Memory:
                     "run them are selected (give the patch, or --upstream, to select every caller by kernel)")
             for op in sorted(imp.aten_ops):
                 tests = self.index.by_op.get(op, ())
-                if imp.broad and self.catalog.variants([op]):  # own OpInfos stand for the op
+                if imp.broad and self._own_tests_run(op, tests):  # own OpInfos stand for the op
                     tests = [t for t in tests if t in self._module_ids]
                 reason = f"{imp.filename} → {op} → {len(tests)} tests"
                 for t in tests:
@@ -186,7 +186,7 @@ class Memory:
                     continue
                 tests = self._by_subject.get(subject, [])
                 if thin:
-                    tests = self._cross_section(tests)
+                    tests = self._cross_section(tests, imp.aten_ops)
                 reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests" + (
                     " (one per dtype: a whole shared file without a patch)" if thin else "")
                 for t in tests:
@@ -213,20 +213,29 @@ class Memory:
                 out.setdefault(c.item.id, why)
         return out
 
-    def _cross_section(self, ids: list[str]) -> list[str]:
-        """One id per dtype of ``ids`` (one OpInfo subject's tests): the template first in
-        ``TEMPLATE_ORDER``, then by name; ids of other shapes (modules) are kept."""
-        best: dict[str, tuple[int, str, str]] = {}
+    def _own_tests_run(self, op: str, callers) -> bool:
+        """Whether a test of ``op``'s own OpInfos (``OpCatalog.variants``) is among ``callers``
+        (its index entry lists ``op``): ``norm``'s OpInfos may reach ``aten::linalg_vector_norm``
+        instead, and then the other callers are kept."""
+        callers = callers if isinstance(callers, (set, frozenset)) else set(callers)
+        return any(t in callers for s in self.catalog.variants([op]) for t in self._by_subject.get(s, ()))
+
+    def _cross_section(self, ids: list[str], ops=frozenset()) -> list[str]:
+        """One id per dtype of ``ids`` (one OpInfo subject's tests): a test whose index entry
+        lists one of ``ops`` first, then the template first in ``TEMPLATE_ORDER``, then by name;
+        ids of other shapes (modules) are kept."""
+        best: dict[str, tuple[bool, int, str, str]] = {}
         rest = []
         for t in ids:
             shape = self._shape.get(t)
             if shape is None:
                 rest.append(t)
                 continue
-            dtype, rank = shape[0], (shape[1], shape[2], t)
+            runs = not ops.isdisjoint(self.index.entries.get(t, ()))
+            dtype, rank = shape[0], (not runs, shape[1], shape[2], t)
             if dtype not in best or rank < best[dtype]:
                 best[dtype] = rank
-        return rest + [rank[2] for rank in best.values()]
+        return rest + [rank[-1] for rank in best.values()]
 
     def _reached(self, state: SelectionState, hits: _Hits, canary: dict[str, str]) -> list[Candidate]:
         """Fast path (no fail-soft area): only the ids the impacts reach, canaries and never

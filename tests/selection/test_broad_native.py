@@ -129,3 +129,17 @@ def test_a_whole_functional_py_also_reaches_the_modules_calling_it(tmp_path: Pat
     imp = attribute(ChangedFile(filename="torch/nn/functional.py"), catalog)
     assert imp.broad and imp.modules == {"nn.RMSNorm"}  # RMSNorm.forward calls F.rms_norm
     assert "1 modules calling it" in imp.reasons[0]
+
+
+def test_own_opinfos_that_never_reach_the_op_keep_its_callers(tmp_path: Path) -> None:
+    """``norm``'s OpInfos reach ``aten::linalg_vector_norm``; ``aten::norm`` runs in
+    ``pairwise_distance``: a whole ReduceOps.cpp keeps that caller."""
+    universe = [_item(s, t, d) for s in ("norm", "nn.functional.pairwise_distance") for t in TEMPLATES for d in DTYPES]
+    index = TestOpIndex({i.id: ["aten::linalg_vector_norm"] if i.op == "norm" else ["aten::norm"] for i in universe})
+    (tmp_path / "aten/src/ATen/native").mkdir(parents=True)
+    (tmp_path / "aten/src/ATen/native/native_functions.yaml").write_text(
+        "- func: norm(Tensor self) -> Tensor\n- func: linalg_vector_norm(Tensor self) -> Tensor\n")
+    catalog = OpCatalog(aten_ops=index.aten_ops, opinfos={i.subject: i.op for i in universe},
+                        source_map=SourceMap.from_root(tmp_path))
+    st = _run(universe, index, catalog, ChangedFile(filename="aten/src/ATen/native/ReduceOps.cpp"))
+    assert {c.item.op for c in st.candidates} == {"norm", "nn.functional.pairwise_distance"}
