@@ -26,19 +26,28 @@ what that means.  Compiled binaries and the headers shipped with them (``torch/i
 from the per-op headers) are *opaque*: a wheel-to-wheel diff always changes them, and the
 per-op headers and Python symbols of the same diff carry the attributable signal.  Other
 unattributable sources fail soft and keep their area.
+
+``Impact``, ``OpCatalog`` and the name keys live in ``selection.catalog`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from collections.abc import Iterable
 
+from selection.catalog import (
+    FUNCTIONAL_PY,
+    Impact,
+    OpCatalog,
+    aten_key,
+    functional_key,
+    method_keys,
+    opinfo_key,
+    symbol_key,
+)
 from selection.models import ChangedFile
-from selection.native import KernelNames, NativeDefinitions, patch_ops, stem_ops
+from selection.native import is_helper, patch_names, patch_ops
 from selection.patch_symbols import symbols_from_patch
-from selection.source_map import SourceMap
 
 OP_HEADER = re.compile(r"^torch/include/ATen/ops/(?P<op>[A-Za-z0-9_]+?)"
                        r"(?:_native|_ops|_meta|_compositeimplicitautograd_dispatch|"
@@ -56,201 +65,22 @@ OPINFO_PY = ("torch/testing/_internal/common_methods_invocations.py",
 GENERATOR_PREFIXES = ("sample_inputs_", "reference_inputs_", "error_inputs_")
 NATIVE_PREFIX = "aten/src/ATen/"
 MODULES_PY = "torch/nn/modules/"
-FUNCTIONAL_PY = "torch/nn/functional.py"
 CPP_SUFFIXES = (".cpp", ".h", ".cc", ".hpp")
-#: File-stem key of the big shared kernel files whose names say nothing about their ops → op
-#: keys they implement.  Source: the layout of PyTorch's ``aten/src/ATen/native/`` (2.x); used
-#: only when no source tree was given to read the kernels from.
-NATIVE_FAMILIES: dict[str, tuple[str, ...]] = {
-    "binaryops": ("add", "sub", "mul", "div", "remainder", "fmod", "pow", "maximum", "minimum",
-                  "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"),
-    "unaryops": ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-                 "sigmoid", "sign", "floor", "ceil", "round", "trunc", "reciprocal", "erf"),
-    "reduceops": ("sum", "mean", "prod", "amax", "amin", "max", "min", "std", "var", "norm",
-                  "argmax", "argmin", "cumsum", "logsumexp", "all", "any"),
-    "tensorshape": ("cat", "stack", "transpose", "permute", "reshape", "view", "expand", "squeeze",
-                    "unsqueeze", "split", "chunk", "narrow", "select", "slice", "t", "flatten"),
-    "linearalgebra": ("addmm", "mm", "bmm", "matmul", "baddbmm", "addbmm", "dot", "vdot",
-                      "addmv", "mv", "linalg_vector_norm"),
-    "blas": ("addmm", "mm", "addmv", "mv", "dot", "vdot"),
-    "activation": ("gelu", "silu", "relu", "hardtanh", "elu", "leaky_relu", "softplus",
-                   "hardswish", "hardsigmoid", "mish", "threshold", "glu", "prelu", "log_sigmoid"),
-    "pointwiseops": ("addcmul", "addcdiv", "lerp"),
-    "tensorcompare": ("where", "clamp", "clamp_min", "clamp_max", "isclose", "allclose", "isnan"),
-    "normalization": ("native_batch_norm", "batch_norm", "native_layer_norm", "layer_norm",
-                      "native_group_norm", "group_norm"),
-    "loss": ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-             "kl_div", "margin_ranking_loss", "soft_margin_loss"),
-    "lossnll": ("nll_loss", "nll_loss_forward", "nll_loss2d"),
-    "indexing": ("index", "index_put", "index_select", "gather", "scatter", "masked_fill",
-                 "index_add"),
-    "tensorfactories": ("arange", "full", "zeros", "ones", "empty", "linspace", "eye"),
-    "sorting": ("sort", "topk", "kthvalue", "median"),
-    "tensoradvancedindexing": ("index", "index_put", "_index_put_impl_", "index_select", "index_add",
-                               "index_copy", "index_fill", "index_reduce", "gather", "scatter",
-                               "scatter_add", "scatter_reduce", "masked_fill", "masked_scatter",
-                               "masked_select", "take", "put", "nonzero", "count_nonzero"),
-    "tensortransformations": ("flip", "roll", "rot90", "fliplr", "flipud", "atleast_1d",
-                              "atleast_2d", "atleast_3d"),
-}
-
-
-def _strip(name: str) -> str:
-    name = name.lower()
-    if name.startswith("meta_"):
-        name = name[5:]
-    return name.strip("_")
-
-
-def aten_key(aten_op: str) -> str:
-    """Key of an aten op: ``aten::_softmax.int`` → ``softmax``."""
-    return _strip(aten_op.split("::")[-1].split(".")[0])
-
-
-def symbol_key(symbol: str) -> str:
-    """Key of a changed top-level symbol: ``meta_addmm`` → ``addmm``; ``Cls.meth`` → ``cls``."""
-    return _strip(symbol.split(".")[0])
-
-
-def method_keys(symbol: str) -> list[str]:
-    """Keys of a changed method ``Cls.meth`` (``Tensor.__rsub__`` → ``['rsub', 'sub']``: a
-    reflected operator implements its base op too); ``[]`` for a top-level symbol."""
-    if "." not in symbol:
-        return []
-    meth = symbol.rsplit(".", 1)[1]
-    key = _strip(meth)
-    keys = [key] if key else []
-    if meth.startswith("__r") and meth.endswith("__") and len(key) > 1:
-        keys.append(key[1:])
-    return keys
-
-
-def opinfo_key(name: str) -> str:
-    """Key of an OpInfo name (no variant): ``nn.functional.gelu`` → ``gelu``."""
-    return _strip(name.split(".")[-1])
-
-
-@dataclass(frozen=True)
-class Impact:
-    """What one changed file affects: aten ops and/or OpInfo entries, with a reason each.
-
-    ``definition``: the OpInfos are affected because their *test definition* changed (entry,
-    sample inputs); otherwise because the implementation of the op they test changed.
-    """
-
-    filename: str
-    aten_ops: frozenset[str] = frozenset()
-    opinfos: frozenset[str] = frozenset()
-    reasons: tuple[str, ...] = ()
-    attributed: bool = True
-    opaque: bool = False
-    why: Mapping[str, str] = field(default_factory=dict)  # OpInfo subject → its own reason
-    definition: bool = False
-    canary: bool = False  # not attributable C++: the shared-machinery canaries, not the area
-    modules: frozenset[str] = frozenset()  # ModuleInfo names (``nn.Linear``) whose module changed
-    broad: bool = False  # a whole native file attributed by name or table (no patch, no checkout)
-
-
-@dataclass
-class OpCatalog:
-    """What attribution knows about the universe: aten ops seen and OpInfo generators.
-
-    ``aten_ops``: every aten op (``aten::name``) in the test → op index.  ``opinfos``:
-    OpInfo subject (``name`` or ``name.variant``) → OpInfo name, for every item's op.  ``generators``:
-    sample/reference/error input generator function name → OpInfo subjects using it.
-    """
-
-    aten_ops: frozenset[str]
-    opinfos: Mapping[str, str]
-    generators: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    source_map: SourceMap | None = None
-    definitions: NativeDefinitions | None = None
-    modules: frozenset[str] = frozenset()  # ModuleInfo names in the universe
-
-    def __post_init__(self) -> None:
-        sm = self.source_map
-        self.kernel_names = KernelNames(sm.kernels, sm.backward) if sm is not None else None
-        self._modkeys: dict[str, set[str]] = {}
-        for m in self.modules:
-            for k in functional_key(m.split(".")[-1]):
-                self._modkeys.setdefault(k.replace("_", ""), set()).add(m)
-        self._aten: dict[str, set[str]] = {}
-        for a in self.aten_ops:
-            self._aten.setdefault(aten_key(a), set()).add(a)
-        self._info: dict[str, set[str]] = {}
-        for subject, name in self.opinfos.items():
-            self._info.setdefault(opinfo_key(name), set()).add(subject)
-
-    def modules_by_key(self, key: str) -> set[str]:
-        """ModuleInfo names whose functional form has ``key`` (``layer_norm`` → ``nn.LayerNorm``;
-        underscores ignored: ``silu`` → ``nn.SiLU``)."""
-        return set(self._modkeys.get(key.replace("_", ""), ()))
-
-    def aten_by_key(self, key: str) -> set[str]:
-        """Aten ops whose key is ``key``."""
-        return set(self._aten.get(key, ()))
-
-    def opinfo_by_key(self, key: str) -> set[str]:
-        """OpInfo subjects whose name's key is ``key``."""
-        return set(self._info.get(key, ()))
-
-    def opinfo_named(self, name: str) -> set[str]:
-        """OpInfo subjects called ``name`` (any variant) or exactly ``name.variant``."""
-        return {s for s, n in self.opinfos.items() if s == name or n == name}
-
-    def indexed(self, ops: Iterable[str]) -> set[str]:
-        """The indexed aten ops standing for ``ops``: each op itself and the ops sharing its key.
-
-        ``aten::softmax`` (composite, never reaches dispatch) stands for ``aten::_softmax``.
-        """
-        out: set[str] = set()
-        for op in ops:
-            if op in self.aten_ops:
-                out.add(op)
-            out |= self.aten_by_key(aten_key(op))
-        return out
-
-    def variants(self, ops: Iterable[str]) -> set[str]:
-        """OpInfo subjects (every variant) whose name's key is an op's key: an impacted
-        ``aten::div`` selects ``div.no_rounding_mode``, ``div.trunc_rounding``, …"""
-        out: set[str] = set()
-        for op in ops:
-            out |= self.opinfo_by_key(aten_key(op))
-        return out
-
-    def native_ops(self, path: str, commit: str | None = None) -> tuple[set[str], str]:
-        """(aten ops, how found) for a native source ``path`` without a patch, by the first rule
-        that finds any: kernels the file defines at ``commit`` (upstream checkout), or in the
-        source tree; else the file-stem rule (``selection.native.stem_ops``); else the aten op
-        keys containing the stem's key."""
-        sm = self.source_map
-        if commit is not None and self.definitions is not None and sm is not None:
-            defined = self.definitions.ops(commit, path, sm.kernels)
-            if defined:
-                return set(defined), f"kernels the file defines at {commit[:12]}"
-        if sm is not None and path in sm.native_files:
-            return set(sm.native_files[path]), "kernels defined in the file"
-        if self.kernel_names is not None:
-            found, how = stem_ops(path, self.kernel_names, NATIVE_FAMILIES)
-            if found:
-                return found, how
-        key = re.sub(r"(kernels?|impl|utils?)$", "", _strip(PurePosixPath(path).stem).replace("_", ""))
-        found = {a for a in self.aten_ops if len(key) >= 3 and key in aten_key(a).replace("_", "")}
-        if key in NATIVE_FAMILIES:
-            found |= {f"aten::{k}" for k in NATIVE_FAMILIES[key]}
-            return found, "shared kernel file table"
-        return found, "file name ~ tested op names"
+__all__ = ["Impact", "OpCatalog", "aten_key", "attribute", "attribute_all", "functional_key", "method_keys",
+           "opinfo_key", "symbol_key"]
 
 
 def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     """Changed symbols of an op-stack Python file → ops and OpInfos (module docstring); in
     ``torch/nn/functional.py`` also the modules whose functional form a symbol is (``layer_norm``
     → ``nn.LayerNorm``)."""
+    sm = catalog.source_map
+    if f.symbols is None and sm is not None and sm.symbols.get(f.filename):
+        return _whole_python_file(f, catalog)
     modules: set[str] = set()
     aten: set[str] = set()
     infos: set[str] = set()
     reasons: list[str] = []
-    sm = catalog.source_map
     for sym in f.symbols or ():
         key = symbol_key(sym)
         read = sm.symbol_ops(f.filename, sym) if sm is not None else []
@@ -259,7 +89,8 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
         for mkey in method_keys(sym):  # ``Tensor.__rsub__`` → rsub, sub
             hits |= catalog.aten_by_key(mkey)
             named |= catalog.opinfo_by_key(mkey)
-        mods = catalog.modules_by_key(key) if f.filename == FUNCTIONAL_PY else set()
+        mods = (catalog.modules_by_key(key) | catalog.modules_calling(sym.split('.')[0])
+                if f.filename == FUNCTIONAL_PY else set())
         if hits or named or mods:
             aten |= hits
             infos |= named
@@ -271,6 +102,26 @@ def _symbol_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     # (to nothing).  Symbols unknown (not computed, unparsable file): not attributed.
     return Impact(f.filename, frozenset(aten), frozenset(infos), tuple(reasons),
                   attributed=f.symbols is not None, modules=frozenset(modules))
+
+
+def _whole_python_file(f: ChangedFile, catalog: OpCatalog) -> Impact:
+    """An op-stack Python file changed as a whole (a push lists names only, no patch, no
+    symbols): the OpInfos of every op it registers or calls (source map), as a broad impact —
+    a cross-section of each (``selection.memory``), not every test calling the ops: a Python
+    reference or decomposition runs in the tests of its own op, not inside other ops' kernels.
+    ``torch/nn/functional.py`` also reaches every module calling one of its functions."""
+    sm = catalog.source_map
+    symbols = sm.symbols[f.filename] if sm is not None else {}
+    read = {op for ops in symbols.values() for op in ops}
+    infos = catalog.variants(catalog.indexed(read) | read)
+    modules: set[str] = set()
+    if f.filename == FUNCTIONAL_PY:  # modules call nn.functional: every module calling one of its functions
+        for fn in symbols:
+            modules |= catalog.modules_calling(fn)
+    reason = (f"{f.filename}: whole file without a patch → the OpInfos of the {len(read)} ops it registers "
+              f"({len(infos)} tested)" + (f" and {len(modules)} modules calling it" if modules else ""))
+    return Impact(f.filename, opinfos=frozenset(infos), reasons=(reason,), why={s: reason for s in infos},
+                  broad=True, modules=frozenset(modules))
 
 
 def _opinfo_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
@@ -332,25 +183,20 @@ def attribute(f: ChangedFile, catalog: OpCatalog, commit: str | None = None) -> 
     return Impact(name, attributed=False)
 
 
-def functional_key(cls: str) -> list[str]:
-    """Keys of the functional form of module class ``cls``: ``LayerNorm`` → ``['layer_norm']``,
-    ``BatchNorm2d`` → ``['batch_norm2d', 'batch_norm']``, ``Conv2d`` → ``['conv2d', 'conv']``."""
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).lower()
-    keys = [snake.strip("_")]
-    bare = re.sub(r"_?\d+d$", "", keys[0])
-    return keys + ([bare] if bare != keys[0] else [])
-
-
 def _module_file_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
     """``torch/nn/modules/<file>.py``: the ModuleInfos of the classes it defines (those its
-    symbols name, else all), plus the OpInfo tests of their functional forms."""
+    symbols name, else all) and of the classes built of them (``selection.module_graph``),
+    plus the OpInfo tests of their functional forms."""
     sm = catalog.source_map
     classes = sm.module_classes.get(f.filename) if sm is not None else None
     if not classes:
         return Impact(f.filename, attributed=False)
-    touched = {sym.split(".")[0] for sym in f.symbols or ()} & set(classes)
+    named = {sym.split(".")[0] for sym in f.symbols or ()}
+    touched = named & set(classes)
     picked = sorted(touched or classes)
     modules = {f"nn.{c}" for c in picked} & catalog.modules
+    # the modules built of (or subclassing) them; a private base such as ``_ConvNd`` counts too
+    users = catalog.modules_built_of((touched | {n for n in named if n.startswith("_")}) or set(classes)) - modules
     infos: set[str] = set()
     for cls in picked:
         for key in functional_key(cls):
@@ -359,9 +205,10 @@ def _module_file_impact(f: ChangedFile, catalog: OpCatalog) -> Impact:
                 infos |= hit
                 break
     which = "changed classes" if touched else "classes it defines"
+    built = f"; modules built of them {', '.join(sorted(users))}" if users else ""
     reason = (f"{f.filename} ({which}: {', '.join(picked)}) → modules {', '.join(sorted(modules)) or 'none tested'}"
-              f"; functional {', '.join(sorted({catalog.opinfos[s] for s in infos})) or 'none'}")
-    return Impact(f.filename, opinfos=frozenset(infos), modules=frozenset(modules), reasons=(reason,),
+              f"{built}; functional {', '.join(sorted({catalog.opinfos[s] for s in infos})) or 'none'}")
+    return Impact(f.filename, opinfos=frozenset(infos), modules=frozenset(modules | users), reasons=(reason,),
                   why={s: reason for s in infos})
 
 
@@ -384,13 +231,35 @@ def _native_impact(f: ChangedFile, catalog: OpCatalog, commit: str | None) -> Im
         return Impact(name, attributed=False, canary=True, reasons=(
             f"{name}: not attributable to ops (no kernel in its patch or name); canaries",))
     ops = catalog.indexed(found)
-    infos = catalog.variants(ops)
-    reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}"
+    infos = catalog.variants(ops | found)  # ``aten::layer_norm`` (composite, never indexed) too
+    modules = catalog.modules_through_functional(found | ops)
+    via = f"; modules through nn.functional {', '.join(sorted(modules))}" if modules else ""
+    reason = f"{name} ({how}) → {', '.join(sorted(ops)) or 'no tested op'}{via}"
+    helpers = [n for n in patch_names(f.patch) if is_helper(n, catalog.kernel_names)] \
+        if f.patch and catalog.kernel_names is not None and not broad else []
     return Impact(name, frozenset(ops), frozenset(infos), reasons=(reason,),
-                  why={s: reason for s in infos}, broad=broad)
+                  why={s: reason for s in infos}, broad=broad, modules=frozenset(modules),
+                  companions=_helper_file(f, catalog, commit, helpers))
+
+
+def _helper_file(f: ChangedFile, catalog: OpCatalog, commit: str | None, helpers: list[str]) -> tuple[Impact, ...]:
+    """For a patch that changes helpers (``selection.native.is_helper``): the file's ops as a
+    whole-file change (``OpCatalog.native_ops``), since which of its kernels call the helpers is
+    not in the patch; ``()`` without helpers or when the file's ops are unknown."""
+    if not helpers:
+        return ()
+    found, how = catalog.native_ops(f.filename, commit if f.status != "removed" else None)
+    if not found:
+        return ()
+    ops = catalog.indexed(found)
+    infos = catalog.variants(ops | found)
+    reason = (f"{f.filename}: helper {', '.join(helpers[:3])} changed; the kernels calling it are not in the "
+              f"patch → the file's ops ({how}): {', '.join(sorted(ops)) or 'no tested op'}")
+    return (Impact(f.filename, frozenset(ops), frozenset(infos), reasons=(reason,),
+                   why={s: reason for s in infos}, broad="defines" not in how),)
 
 
 def attribute_all(files: Iterable[ChangedFile], catalog: OpCatalog, commit: str | None = None) -> list[Impact]:
-    """``attribute`` for every file, in input order; ``commit``: the change's head (for the
-    kernels a native file defines there)."""
-    return [attribute(f, catalog, commit) for f in files]
+    """``attribute`` for every file, in input order, each followed by its companions (a changed
+    helper's file); ``commit``: the change's head (for the kernels a native file defines there)."""
+    return [imp for f in files for first in (attribute(f, catalog, commit),) for imp in (first, *first.companions)]

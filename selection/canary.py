@@ -9,8 +9,11 @@ everything, selecting everything (what the OpInfo core did) runs the universe.  
 change — and a native C++ file that nothing attributes (``selection.native``) — selects
 ``family_canaries``: for every op family in ``FAMILIES`` (pointwise unary, binary, reduction,
 view/shape, indexing, linalg, normalization, activation, module forward) and every
-(template, dtype) pair present, the first item of the family's preferred ops, in the order
-listed (OpInfo base entries before variants).  A family whose ops are all absent from the
+(template, dtype) pair present, one item of the family's preferred ops (OpInfo base entries
+before variants), the ops taking turns over the pairs in the order listed — the next op after
+the one the previous pair ran — so the same number of canaries runs as many of the family's ops
+as there are pairs (``DispatchStub.cpp`` reaches ``abs``, ``neg``, ``exp`` … rather than ``abs``
+on every pair).  A family whose ops are all absent from the
 universe is skipped (nothing to run); if the set would exceed ``MAX_SHARE`` of the universe it
 is cut to one item per (family, template), then per family.  Deterministic for the same
 universe in any order.
@@ -82,16 +85,24 @@ def family_canaries(candidates: Sequence[Candidate], universe: int | None = None
     for family, names in FAMILIES.items():
         for n, name in enumerate(names):
             rank.setdefault(name, (family, n))
-    best: dict[tuple[str, str, str], Candidate] = {}
+    # per (family, template, dtype): the best item of each preferred op present there
+    present: dict[tuple[str, str, str], dict[int, Candidate]] = {}
     for c in candidates:
         hit = rank.get(_name(c))
         if hit is None:
             continue
-        key = (hit[0], c.item.template, c.item.dtype)
-        order = (hit[1], c.item.variant is not None, c.item.id)
-        old = best.get(key)
-        if old is None or order < (rank[_name(old)][1], old.item.variant is not None, old.item.id):
-            best[key] = c
+        ops = present.setdefault((hit[0], c.item.template, c.item.dtype), {})
+        old = ops.get(hit[1])
+        if old is None or (c.item.variant is not None, c.item.id) < (old.item.variant is not None, old.item.id):
+            ops[hit[1]] = c
+    best: dict[tuple[str, str, str], Candidate] = {}
+    turn: dict[str, int] = {}
+    for key in sorted(present):  # the family's ops take turns over its (template, dtype) pairs
+        size = len(FAMILIES[key[0]])
+        start = turn.get(key[0], 0)
+        pick = min(present[key], key=lambda n: (n - start) % size)
+        best[key] = present[key][pick]
+        turn[key[0]] = pick + 1
     for coarse in (lambda k: k, lambda k: (k[0], k[1]), lambda k: (k[0],)):
         if len(best) <= cap or not best:
             break

@@ -4,9 +4,10 @@ Uses the test → aten-op index (``selection.index``) and file/symbol attributio
 (``selection.attribution``).  A candidate survives when
 
 * its OpInfo entry or sample-input generator changed (changed test definition), or
-* it calls an aten op that a changed file implements (for a whole native file attributed by
-  name only, whose ops most tests call: its ops' own OpInfos and the modules running them,
-  ``MAX_BROAD_SHARE``), or
+* it calls an aten op that a changed file implements — for a whole native file attributed by
+  name only (no patch, no upstream checkout: which kernel changed is unknown), only its ops' own
+  OpInfos (and variants) and the modules running them; an op without an OpInfo of its own
+  (``aten::_native_batch_norm_legit``) keeps every test calling it — or
 * it has no index entry (never captured: kept, fail soft), or
 * a changed source file in its area could not be attributed to ops (fail soft: "select more"), or
 * it is a canary (one test per op family, ``selection.canary``) for a change to shared machinery
@@ -35,10 +36,15 @@ from selection.stage import Candidate, SelectionState, Signals
 from selection.upgrade import UPGRADE_MODE, canaries, is_machinery
 from test_specs.items import SpecItem
 
-#: A native file attributed by name alone (no patch) whose ops more than this share of the tests
-#: call selects only its ops' own OpInfos (and variants) and the modules running them: a change
-#: to ``BinaryOps.cpp`` does not run every test that adds two tensors somewhere.
-MAX_BROAD_SHARE = 0.10
+#: A whole shared native file without a patch (``Impact.broad``) whose ops have more OpInfos than
+#: this runs a cross-section of each: one test per dtype, the first template of
+#: ``TEMPLATE_ORDER`` the OpInfo has (the value-checking templates first).  ``UnaryOps.cpp`` by
+#: name alone has ~65 OpInfos (1,081 of the 8,201 bundled items, 13 %): each keeps its dtypes.
+BROAD_SUBJECTS = 12
+TEMPLATE_ORDER = {t: n for n, t in enumerate((
+    "TestCommon::test_compare_cpu", "TestCommon::test_noncontiguous_samples",
+    "TestCommon::test_variant_consistency_eager", "TestCommon::test_numpy_ref",
+    "TestCommon::test_out", "TestCommon::test_out_warning"))}
 
 
 @dataclass
@@ -81,6 +87,8 @@ class Memory:
         self._by_subject = by_subject
         self._unindexed = {i.id for i in items if i.id not in self.index.entries}
         self._module_ids = {i.id for i in items if i.module is not None}
+        self._shape = {i.id: (i.dtype, TEMPLATE_ORDER.get(i.template, len(TEMPLATE_ORDER)), i.template)
+                       for i in items if i.op is not None}
         self._size = len(items)
 
     def positions(self, candidates: tuple) -> dict[str, int]:
@@ -150,15 +158,18 @@ class Memory:
                 for area in (hit[0] if hit else ()):
                     hits.fail_soft_areas.setdefault(area, imp.filename)
                 continue
-            indirect_only = imp.broad and self._too_broad(imp)
-            if indirect_only:
+            thin = imp.broad and len(imp.opinfos) > BROAD_SUBJECTS
+            if thin:
                 hits.notes.append(
-                    f"{imp.filename}: its ops are called by more than {MAX_BROAD_SHARE:.0%} of the tests; "
-                    "without a patch only their own OpInfos and the modules that run them are selected "
-                    "(give the patch, or --upstream, to select by kernel)")
+                    f"{imp.filename}: {len(imp.opinfos)} OpInfos of its ops; each runs one test per dtype "
+                    f"({next(iter(TEMPLATE_ORDER))} first)")
+            if imp.broad:
+                hits.notes.append(
+                    f"{imp.filename}: whole file without a patch; its ops' own OpInfos and the modules that "
+                    "run them are selected (give the patch, or --upstream, to select every caller by kernel)")
             for op in sorted(imp.aten_ops):
                 tests = self.index.by_op.get(op, ())
-                if indirect_only:
+                if imp.broad and self._own_tests_run(op, tests):  # own OpInfos stand for the op
                     tests = [t for t in tests if t in self._module_ids]
                 reason = f"{imp.filename} → {op} → {len(tests)} tests"
                 for t in tests:
@@ -174,7 +185,10 @@ class Memory:
                     hits.by_subject.setdefault(subject, []).append(reason)
                     continue
                 tests = self._by_subject.get(subject, [])
-                reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests"
+                if thin:
+                    tests = self._cross_section(tests, imp.aten_ops)
+                reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests" + (
+                    " (one per dtype: a whole shared file without a patch)" if thin else "")
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(reason)
         return hits
@@ -199,12 +213,29 @@ class Memory:
                 out.setdefault(c.item.id, why)
         return out
 
-    def _too_broad(self, imp: Impact) -> bool:
-        """Whether the tests calling ``imp``'s ops exceed ``MAX_BROAD_SHARE`` of the universe."""
-        reached: set[str] = set()
-        for op in imp.aten_ops:
-            reached |= self.index.by_op.get(op, set())
-        return len(reached) > MAX_BROAD_SHARE * max(self._size, 1)
+    def _own_tests_run(self, op: str, callers) -> bool:
+        """Whether a test of ``op``'s own OpInfos (``OpCatalog.variants``) is among ``callers``
+        (its index entry lists ``op``): ``norm``'s OpInfos may reach ``aten::linalg_vector_norm``
+        instead, and then the other callers are kept."""
+        callers = callers if isinstance(callers, (set, frozenset)) else set(callers)
+        return any(t in callers for s in self.catalog.variants([op]) for t in self._by_subject.get(s, ()))
+
+    def _cross_section(self, ids: list[str], ops=frozenset()) -> list[str]:
+        """One id per dtype of ``ids`` (one OpInfo subject's tests): a test whose index entry
+        lists one of ``ops`` first, then the template first in ``TEMPLATE_ORDER``, then by name;
+        ids of other shapes (modules) are kept."""
+        best: dict[str, tuple[bool, int, str, str]] = {}
+        rest = []
+        for t in ids:
+            shape = self._shape.get(t)
+            if shape is None:
+                rest.append(t)
+                continue
+            runs = not ops.isdisjoint(self.index.entries.get(t, ()))
+            dtype, rank = shape[0], (not runs, shape[1], shape[2], t)
+            if dtype not in best or rank < best[dtype]:
+                best[dtype] = rank
+        return rest + [rank[-1] for rank in best.values()]
 
     def _reached(self, state: SelectionState, hits: _Hits, canary: dict[str, str]) -> list[Candidate]:
         """Fast path (no fail-soft area): only the ids the impacts reach, canaries and never

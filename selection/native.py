@@ -26,7 +26,7 @@ stem's CamelCase words minus generic ones (``GENERIC_WORDS``), each word's key m
 kernel names, the most specific joining of all the words first (``SoftMax`` → ``softmax``,
 ``UpSampleNearest2d`` → ``upsample_nearest2d``, ``Embedding.cpp`` → ``embedding``,
 ``TensorAdvancedIndexing`` → ``index``), each word alone only when no joining matches, plus
-``selection.attribution.NATIVE_FAMILIES`` for the shared kernel files whose
+``selection.native_families.NATIVE_FAMILIES`` for the shared kernel files whose
 names say little (``BinaryOps.cpp``, ``TensorTransformations.cpp``).  A file none of these
 attribute is *not attributable*: memory reports it and selects the shared-machinery canaries
 (``selection.canary``), never the whole universe.
@@ -167,6 +167,15 @@ def patch_ops(patch: str, names: KernelNames) -> tuple[set[str], list[str]]:
             ops |= full
             reasons.append(f"{name} → {', '.join(sorted(full))}")
     return ops, reasons
+
+
+def is_helper(name: str, names: KernelNames) -> bool:
+    """Whether a touched kernel-ish ``name`` is a helper: resolved by a run of its words, not a
+    kernel itself nor a dispatch stub (``addmm_impl_cpu_``, ``div_floor_kernel``,
+    ``layer_norm_with_mean_rstd_out``).  Which other kernels of the file call a helper is not in
+    the patch (``mm_out_cpu`` calls ``addmm_impl_cpu_``; ``floor_divide`` reaches
+    ``div_floor_kernel`` through ``div_floor_stub``)."""
+    return not names._exact(name) and not name.endswith("_stub") and bool(names.resolve(name))
 
 
 def stem_ops(path: str, names: KernelNames, families: Mapping[str, tuple[str, ...]]) -> tuple[set[str], str]:

@@ -29,7 +29,8 @@ installed wheel (its ``site-packages``), and cached as JSON like the test → op
 
 Shapes: ``symbols[path][symbol] = [aten ops]``, ``native_files[path] = [aten ops]``,
 ``kernels[kernel] = [aten ops]``, ``backward[backward op] = [forward ops]``,
-``module_classes[path] = [class names]``; aten ops are
+``module_classes[path] = [class names]``, ``module_uses[class] = [classes it is built of]``,
+``module_functional[class] = [nn.functional functions it calls]`` (``selection.module_graph``); aten ops are
 schema names without overload (``aten::_softmax``).
 A module that does not parse is skipped with a warning (its symbols fall back to name matching).
 """
@@ -44,13 +45,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selection.module_graph import module_graph
+
 log = logging.getLogger(__name__)
 
 YAML_PATHS = ("aten/src/ATen/native/native_functions.yaml",
               "torchgen/packaged/ATen/native/native_functions.yaml")
 DERIVATIVES_PATHS = ("tools/autograd/derivatives.yaml", "torchgen/packaged/autograd/derivatives.yaml")
 #: bumped when the cached shape changes (an older cache is then rebuilt, not misread)
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 DECORATED_PY = ("torch/_refs", "torch/_decomp", "torch/_meta_registrations.py", "torch/_prims")
 CALLING_PY = ("torch/nn/functional.py", "torch/functional.py")
 MODULES_PY = "torch/nn/modules"
@@ -260,6 +263,8 @@ class SourceMap:
     native_files: dict[str, list[str]] = field(default_factory=dict)
     backward: dict[str, list[str]] = field(default_factory=dict)
     module_classes: dict[str, list[str]] = field(default_factory=dict)
+    module_uses: dict[str, list[str]] = field(default_factory=dict)
+    module_functional: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ops(self) -> set[str]:
@@ -306,6 +311,7 @@ class SourceMap:
                 if found:
                     sm.symbols[rel] = found
         sm.module_classes = module_classes(root)
+        sm.module_uses, sm.module_functional = module_graph(root)
         native = root / "aten/src/ATen/native"
         if native.is_dir():
             for path in sorted(native.rglob("*.cpp")):
@@ -332,7 +338,9 @@ class SourceMap:
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"kernels": sm.kernels, "symbols": sm.symbols,
                                        "native_files": sm.native_files, "backward": sm.backward,
-                                       "module_classes": sm.module_classes},
+                                       "module_classes": sm.module_classes,
+                                       "module_uses": sm.module_uses,
+                                       "module_functional": sm.module_functional},
                                       sort_keys=True))
             tmp.replace(path)
         return sm
