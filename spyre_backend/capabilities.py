@@ -145,16 +145,21 @@ def _resolving_bit(args: tuple) -> bool:
     return any(isinstance(a, torch.Tensor) and (a.is_neg() or a.is_conj()) for a in args[:2])
 
 
+def _exempt() -> bool:
+    """Layout rules do not apply inside a backward pass or a compiled graph (docstring)."""
+    return torch._C._current_graph_task_id() != -1 or bool(getattr(_STATE, "compiled", 0))
+
+
 def _violates(rule: Rule, full: str, args: tuple, kwargs: dict) -> bool:
     if rule.kind == "missing_kernel":
         return True
-    if torch._C._current_graph_task_id() != -1 or getattr(_STATE, "compiled", 0):
-        return False  # layout rules: not inside a backward pass or a compiled graph (docstring)
     if rule.kind == "in_device_copy":
-        return _in_device_copy(full, args, kwargs) and not _resolving_bit(args)
-    if rule.kind == "contiguous_inputs":
-        return any(_dev(t) and t.numel() > 1 and not t.is_contiguous() for t in _tensors(args, kwargs))
-    return False
+        hit = _in_device_copy(full, args, kwargs) and not _resolving_bit(args)
+    elif rule.kind == "contiguous_inputs":
+        hit = any(_dev(t) and t.numel() > 1 and not t.is_contiguous() for t in _tensors(args, kwargs))
+    else:
+        hit = False
+    return hit and not _exempt()  # the exemption is asked only of a call that breaks the rule
 
 
 @contextlib.contextmanager
@@ -180,9 +185,8 @@ def check(op: torch._ops.OpOverload, full: str, applicable: tuple[Rule, ...], ar
             continue
         dtype = next((str(t.dtype).removeprefix("torch.") for t in _tensors(args, kwargs) if _dev(t)), None)
         head = f"spyre: {full}" + (f" ({dtype})" if dtype else "")
+        why = f"{rule.message} [{rule.where()}]"
         if rule.error == "unsupported":
-            why = f"{rule.message} [{rule.where()}]"
             raise validation.meta_error_first(op, args, kwargs) or SpyreUnsupportedOpError(
                 f"{head} is not supported on Spyre: {full} {why}", aten_op=full, reason=why)
-        why = f"{rule.message} [{rule.where()}]"
         raise SpyreCompileError(f"{head}: {why}", aten_op=full, reason=why)
