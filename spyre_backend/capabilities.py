@@ -76,12 +76,21 @@ class Rule:
 
 
 def active_groups(env: str | None = None) -> frozenset[str] | None:
-    """The groups named by ``SPYRE_SIM_CAPABILITY_GROUPS`` (``None`` = every rule)."""
+    """The groups named by ``SPYRE_SIM_CAPABILITY_GROUPS`` (``None`` = every rule, ``none`` =
+    no rule); raises ``ValueError`` naming the known groups for any other name, or for ``none``
+    beside a group (a typo must not silently measure "no rules")."""
     raw = os.environ.get("SPYRE_SIM_CAPABILITY_GROUPS", "") if env is None else env
     names = {g.strip() for g in raw.split(",") if g.strip()}
     if not names:
         return None
-    return frozenset() if names == {"none"} else frozenset(names)
+    if {n.lower() for n in names} == {"none"}:
+        return frozenset()
+    known = {g for r in _load() for g in r.groups}
+    unknown = sorted(names - known)
+    if unknown:
+        raise ValueError(f"SPYRE_SIM_CAPABILITY_GROUPS={raw!r}: unknown config group(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(known))}, or 'none' alone for no rule")
+    return frozenset(names)
 
 
 @functools.cache
@@ -98,13 +107,20 @@ def _load() -> tuple[Rule, ...]:
 
 
 def rules(groups: frozenset[str] | None = None) -> tuple[Rule, ...]:
-    """The active rules: those with a source in ``groups`` (default: the environment's)."""
-    groups = _ACTIVE if groups is None else groups
-    return tuple(r for r in _load() if groups is _ALL or r.groups & groups)
+    """The active rules: those with a source in ``groups`` (default: the environment's, read
+    once; ``ValueError`` for an unknown group, see ``active_groups``)."""
+    if groups is None:
+        groups = _environment_groups()
+        if groups is None:
+            return _load()
+    return tuple(r for r in _load() if r.groups & groups)
 
 
-_ALL = None
-_ACTIVE = active_groups()
+@functools.cache
+def _environment_groups() -> frozenset[str] | None:
+    return active_groups()
+
+
 _STATE = threading.local()
 
 

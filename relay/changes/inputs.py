@@ -44,6 +44,8 @@ def _json(text: str, name: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{name}: JSON nests too deeply to be a change file") from None
 
 
 def json_location(loc: Sequence[str | int]) -> str:

@@ -205,7 +205,10 @@ def _proposal_text(proposal: str) -> str:
     """The text of a proposal file, or of the stored run ``proposal``'s write-back."""
     path = Path(proposal)
     if path.is_file():
-        return path.read_text(encoding="utf-8")
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"{proposal}: cannot read the proposal: {exc}")
     from sqlalchemy.exc import SQLAlchemyError
 
     from relay.errors import RunNotFound

@@ -54,6 +54,14 @@ def _items(specs: list[Path], upstream: Path | None, strict: bool) -> tuple[list
     return sorted(set(ids)), problems
 
 
+def _existing_parent(path: Path) -> Path:
+    """The nearest existing folder at or above ``path``'s parent (``--junit`` creates the rest)."""
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    return parent
+
+
 @app.command("run")
 def run_specs(
     spec: Annotated[list[Path], typer.Option("--spec", help="Spec file (repeatable).")],
@@ -78,6 +86,8 @@ def run_specs(
                                                    else None)
     if root is not None and not root.is_dir():
         fail(f"--upstream {root}: not a directory")
+    if junit is not None and (junit.is_dir() or not os.access(_existing_parent(junit), os.W_OK)):
+        fail(f"--junit {junit}: not a writable file path")
     started = time.monotonic()
     progress = BarProgress(err)
     progress.phase("collecting")
@@ -95,9 +105,13 @@ def run_specs(
     counts = {o: n for o in OUTCOMES if (n := sum(r.outcome == o for r in results))}
     xml = wd / "junit.xml"
     if junit is not None and xml.exists():
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(xml, junit)
-        xml = junit
+        try:
+            junit.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(xml, junit)
+            xml = junit
+        except OSError as exc:  # the run's own copy stays in the run directory
+            err.print(f"error: --junit {junit}: {exc.strerror or exc}; the JUnit XML stays at {xml}",
+                      markup=False, highlight=False)
     summary = {"specs": [str(s) for s in specs], "upstream": str(root) if root else None, "total": len(results),
                "wall_s": round(time.monotonic() - started, 1), "counts": counts,
                "junit": str(xml) if xml.exists() else None, "problems": problems,

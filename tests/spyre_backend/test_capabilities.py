@@ -100,3 +100,12 @@ def test_every_rule_cites_a_real_torch_spyre_config():
         for group, config, says in rule.sources:
             assert config.startswith(group + "/") and says.strip()
             assert f"tests/configs/{config}" in listed, (rule.id, config)
+
+
+def test_a_group_name_that_is_not_a_config_group_is_refused_not_read_as_no_rule() -> None:
+    assert capabilities.active_groups("") is None  # every rule
+    assert capabilities.active_groups("NONE") == frozenset()  # no rule
+    assert capabilities.active_groups("upstream_tests") == frozenset({"upstream_tests"})
+    for bad in ("bogus", "upstream_test", "none,upstream_tests"):
+        with pytest.raises(ValueError, match="unknown config group"):
+            capabilities.active_groups(bad)
