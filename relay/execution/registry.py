@@ -48,9 +48,12 @@ def executors_for(settings: Settings, spec_paths: Sequence[Path], *, device: str
                           upstream=upstream)
 
 
-def task_queue_for(settings: Settings, handler: Callable[[str], None]) -> TaskQueue:
+def task_queue_for(settings: Settings, handler: Callable[[str], None],
+                   batch_handler: Callable[[list[str], Callable[[list[str]], None]], None] | None = None
+                   ) -> TaskQueue:
     """Where accepted deliveries go: the broker (Celery workers run ``handler``'s equivalent),
-    else an ``InProcessQueue`` of ``RELAY_WORKERS`` threads calling ``handler(delivery_id)``.
+    else an ``InProcessQueue`` of ``RELAY_WORKERS`` threads calling ``handler(delivery_id)`` —
+    or ``batch_handler(ids, give_back)`` with the due backlog at once, when given.
     Raises ``ConfigError`` for a broker without Celery installed."""
     if distributed(settings):
         try:
@@ -58,4 +61,4 @@ def task_queue_for(settings: Settings, handler: Callable[[str], None]) -> TaskQu
         except ImportError as exc:
             raise _celery_missing(exc) from None
         return CeleryQueue(settings)
-    return InProcessQueue(handler, workers=settings.workers)
+    return InProcessQueue(handler, workers=settings.workers, batch_handler=batch_handler)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -115,9 +116,13 @@ def _wire_webhooks(app: FastAPI, settings: Settings, queue: TaskQueue | None, re
     def handle(delivery_id: str) -> None:
         work.process(delivery_id, retry=retry, report=report, on_finished=finished)
 
-    state.queue = queue or task_queue_for(settings, handle)
+    def handle_many(ids: list[str], give_back: Callable[[list[str]], None]) -> None:
+        work.process_many(ids, retry=retry, report=report, on_finished=finished,
+                          give_back=give_back)
+
+    state.queue = queue or task_queue_for(settings, handle, handle_many)
     # the factory is looked up per batch so a replaced app.state.session_factory takes effect
-    state.writer = DeliveryWriter(lambda: app.state.session_factory())
+    state.writer = DeliveryWriter(lambda: app.state.session_factory)
     state.deliverer = _deliverer(app, settings)
     state.recovery = Recovery(lambda: app.state.session_factory, lambda: app.state.queue,
                               settings.recover_interval_s)

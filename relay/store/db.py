@@ -23,7 +23,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -131,10 +131,10 @@ def create_schema(engine: Engine) -> None:
             command.upgrade(cfg, "head")
 
 
-def check_file(session: Session) -> None:
+def check_file(session: Session | Connection) -> None:
     """For a SQLite file database, raise ``DatabaseFileGone`` when the file is no longer at its
     path (one ``stat``); nothing for other databases."""
-    url = session.get_bind().url
+    url = session.engine.url if isinstance(session, Connection) else session.get_bind().url
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         if not Path(url.database).exists():
             raise DatabaseFileGone(f"SQLite database file {url.database} was removed")

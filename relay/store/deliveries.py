@@ -16,18 +16,27 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from relay.domain.delivery import Delivery
 from relay.domain.jsonlimits import depth_error, quick_bound, too_deep
 from relay.errors import PayloadInvalid
 from relay.retrying import DELIVERY
 from relay.store.db import check_file
-from relay.store.tables import DELIVERY_STATUSES, DeliveryRecord, DispatchRecord, as_utc, utcnow
+from relay.store.dispatches import fail_pending_dispatches
+from relay.store.tables import (
+    DELIVERY_STATUSES,
+    DeliveryPayloadRecord,
+    DeliveryRecord,
+    DispatchRecord,
+    as_utc,
+    utcnow,
+)
 
 _T = DeliveryRecord.__table__
+_P = DeliveryPayloadRecord.__table__
 
 __all__ = [
     "recent_deliveries",
@@ -38,6 +47,9 @@ __all__ = [
     "claim_delivery",
     "finish_processing",
     "claim_and_load",
+    "claim_many",
+    "events_of",
+    "finish_many",
     "mark_delivery",
     "pending_deliveries",
     "reset_stale_processing",
@@ -56,7 +68,7 @@ POISON_ATTEMPTS = DELIVERY.attempts or 5
 
 
 def insert_delivery(
-    session: Session,
+    session: Session | Connection,
     *,
     delivery_id: str,
     event: str,
@@ -67,41 +79,48 @@ def insert_delivery(
 ) -> bool:
     """Insert and COMMIT one delivery; ``False`` (after rollback) if the id is already stored.
 
-    ``payload`` is the raw JSON body text, stored verbatim.  Relies on the UNIQUE constraint,
-    not on a prior SELECT, so concurrent redeliveries cannot both be inserted.
+    ``payload`` is the raw JSON body text, stored verbatim (in ``delivery_payloads``, the same
+    transaction).  Relies on the UNIQUE constraint, not on a prior SELECT, so concurrent
+    redeliveries cannot both be inserted.  Raises ``ValueError`` for an unknown ``status``.
     """
-    if status not in DELIVERY_STATUSES:
-        raise ValueError(f"unknown delivery status {status!r}")
-    now = utcnow()
+    row = {"delivery_id": delivery_id, "event": event, "payload": payload, "action": action,
+           "hook_id": hook_id, "status": status}
     try:
-        session.execute(insert(_T), {
-            "delivery_id": delivery_id, "event": event, "action": action, "hook_id": hook_id,
-            "payload": payload, "status": status, "received_at": now,
-            "processed_at": now if status in ("processed", "ignored") else None})
-        session.commit()
+        _insert(session, [row])
     except IntegrityError:
         session.rollback()
         return False
     return True
 
 
-def insert_deliveries(session: Session, rows: list[dict[str, Any]]) -> list[bool]:
+def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> None:
+    """The ``deliveries`` rows and their ``delivery_payloads`` rows, committed."""
+    now = utcnow()
+    for r in rows:
+        if r.get("status", "received") not in DELIVERY_STATUSES:
+            raise ValueError(f"unknown delivery status {r['status']!r}")
+    session.execute(insert(_T), [
+        {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
+         "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
+         "processed_at": now if r.get("status") in ("processed", "ignored") else None}
+        for r in rows])
+    session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}
+                                 for r in rows])
+    session.commit()
+
+
+def insert_deliveries(session: Session | Connection, rows: list[dict[str, Any]]) -> list[bool]:
     """Insert many deliveries in ONE transaction (group commit); per row ``True`` if new.
+    ``session`` may be a Core ``Connection`` (the intake writer keeps one open: a Session per
+    batch costs ~3× the insert itself on the bench machine).
 
     ``rows`` hold ``insert_delivery``'s keyword arguments.  When the batch hits the UNIQUE
     constraint (a redelivery, or two copies in the same batch) it is rolled back and every row
     is inserted on its own, so each duplicate is found exactly as by ``insert_delivery``.
     """
     check_file(session)  # never acknowledge into a deleted SQLite file
-    now = utcnow()
-    values = [{"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
-               "hook_id": r.get("hook_id"), "payload": r["payload"],
-               "status": r.get("status", "received"), "received_at": now,
-               "processed_at": now if r.get("status") in ("processed", "ignored") else None}
-              for r in rows]
     try:
-        session.execute(insert(_T), values)
-        session.commit()
+        _insert(session, rows)
         return [True] * len(rows)
     except IntegrityError:
         session.rollback()
@@ -109,8 +128,9 @@ def insert_deliveries(session: Session, rows: list[dict[str, Any]]) -> list[bool
 
 
 def get_delivery(session: Session, delivery_id: str) -> DeliveryRecord | None:
-    """The stored row for ``delivery_id`` or ``None``."""
-    return session.scalar(select(DeliveryRecord).where(DeliveryRecord.delivery_id == delivery_id))
+    """The stored row for ``delivery_id`` (its ``payload`` loaded too) or ``None``."""
+    return session.scalar(select(DeliveryRecord).options(joinedload(DeliveryRecord.body))
+                          .where(DeliveryRecord.delivery_id == delivery_id))
 
 
 def parse_payload(text: str) -> dict[str, Any]:
@@ -128,33 +148,102 @@ def parse_payload(text: str) -> dict[str, Any]:
 
 
 _DELIVERY_COLUMNS = (_T.c.delivery_id, _T.c.event, _T.c.action, _T.c.hook_id, _T.c.received_at,
-                     _T.c.payload, _T.c.attempts)
+                     _T.c.attempts)
 
 
-def _as_delivery(row: Any) -> Delivery:
+def _as_delivery(row: Any, payload: str | None) -> Delivery:
+    if payload is None:
+        raise PayloadInvalid("stored payload is missing")
     return Delivery(id=row.delivery_id, event=row.event, action=row.action, hook_id=row.hook_id,
-                    received_at=as_utc(row.received_at), payload=parse_payload(row.payload),
+                    received_at=as_utc(row.received_at), payload=parse_payload(payload),
                     attempts=row.attempts or 0)
+
+
+def _payloads(session: Session, ids: list[str]) -> dict[str, str]:
+    """The stored payload texts of ``ids`` (``delivery_payloads``)."""
+    return dict(session.execute(select(_P.c.delivery_id, _P.c.payload)
+                                .where(_P.c.delivery_id.in_(ids))).all())
 
 
 def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
     """The stored delivery as a ``Delivery`` value object (payload parsed) or ``None``; raises
     ``PayloadInvalid`` for a payload that cannot be used (``parse_payload``)."""
-    row = session.execute(select(*_DELIVERY_COLUMNS).where(_T.c.delivery_id == delivery_id)).first()
-    return _as_delivery(row) if row is not None else None
+    row = session.execute(select(*_DELIVERY_COLUMNS, _P.c.payload)
+                          .join_from(_T, _P, _P.c.delivery_id == _T.c.delivery_id, isouter=True)
+                          .where(_T.c.delivery_id == delivery_id)).first()
+    return _as_delivery(row, row.payload) if row is not None else None
 
 
 def claim_and_load(session: Session, delivery_id: str) -> Delivery | None:
-    """``claim_delivery`` and ``load_delivery`` in one statement (``UPDATE … RETURNING``: SQLite
-    ≥ 3.35, PostgreSQL), committed: the claimed delivery, its ``attempts`` counting this one, or
-    ``None`` if it was not ``received``.  Raises ``PayloadInvalid`` after the claim committed
-    when the payload cannot be used (the caller marks it ``failed``)."""
-    row = session.execute(
-        update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
+    """``claim_delivery`` and ``load_delivery`` at once (``claim_many`` of one id), committed:
+    the claimed delivery, its ``attempts`` counting this one, or ``None`` if it was not
+    ``received``.  Raises ``PayloadInvalid`` after the claim committed when the payload cannot
+    be used (the caller marks it ``failed``)."""
+    claimed = claim_many(session, [delivery_id]).get(delivery_id)
+    if isinstance(claimed, PayloadInvalid):
+        raise claimed
+    return claimed
+
+
+def events_of(session: Session, ids: list[str]) -> dict[str, str]:
+    """``{delivery_id: event}`` of the ``ids`` stored (no payloads read)."""
+    if not ids:
+        return {}
+    return dict(session.execute(select(_T.c.delivery_id, _T.c.event)
+                                .where(_T.c.delivery_id.in_(ids))).all())
+
+
+def claim_many(session: Session, ids: list[str]) -> dict[str, Delivery | PayloadInvalid]:
+    """Claim every id of ``ids`` still ``received`` (``received`` → ``processing``, one more
+    attempt) in ONE statement (``UPDATE … RETURNING``: SQLite ≥ 3.35, PostgreSQL), committed,
+    then read their payloads (written once at intake, never changed): per claimed id its ``Delivery`` (``attempts``
+    counting this claim) or the ``PayloadInvalid`` its stored payload raises (claimed all the
+    same: the caller marks it ``failed``).  Ids not ``received`` (unknown, already taken) are
+    absent.  The in-process workers take a backlog this way: one claim transaction per batch."""
+    if not ids:
+        return {}
+    # ``coalesce(status)``, not ``status``: without table statistics SQLite would walk the
+    # status index over every ``received`` row (the whole backlog) and test each against the
+    # id list; as an expression the term cannot use that index, so the UNIQUE id index is used
+    rows = session.execute(
+        update(_T).where(_T.c.delivery_id.in_(ids), func.coalesce(_T.c.status, "") == "received")
         .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
-        .returning(*_DELIVERY_COLUMNS)).first()
+        .returning(*_DELIVERY_COLUMNS)).all()
+    session.commit()  # the write lock is held for the UPDATE only; payloads are read after it
+    texts = _payloads(session, [row.delivery_id for row in rows]) if rows else {}
     session.commit()
-    return _as_delivery(row) if row is not None else None
+    claimed: dict[str, Delivery | PayloadInvalid] = {}
+    for row in rows:
+        try:
+            claimed[row.delivery_id] = _as_delivery(row, texts.get(row.delivery_id))
+        except PayloadInvalid as exc:
+            claimed[row.delivery_id] = exc
+    return claimed
+
+
+def finish_many(session: Session, marks: list[tuple[str, str, str | None]]) -> None:
+    """Final states of many claimed deliveries in ONE transaction, committed: per
+    ``(delivery_id, status, error)`` (``status`` one of ``processed``/``ignored``/``failed``)
+    the row's status, error and ``processed_at``, and its dispatch rows still ``pending`` ended
+    ``failed`` with ``"delivery <status>: <error>"`` (as ``mark_delivery`` after a final state).
+    Raises ``ValueError`` for a status that is not final."""
+    if not marks:
+        return
+    for _id, status, _error in marks:
+        if status not in ("processed", "ignored", "failed"):
+            raise ValueError(f"not a final delivery status: {status!r}")
+    D = DispatchRecord.__table__
+    pending = set(session.scalars(select(D.c.delivery_id).distinct().where(
+        D.c.delivery_id.in_([m[0] for m in marks]), D.c.status == "pending")))
+    for delivery_id, status, error in marks:
+        if delivery_id in pending:
+            fail_pending_dispatches(session, delivery_id, f"delivery {status}: {error or ''}")
+    session.connection().execute(
+        update(_T).where(_T.c.delivery_id == bindparam("b_id"))
+        .values(status=bindparam("b_status"), error=bindparam("b_error"),
+                processed_at=utcnow(), next_attempt_at=None),
+        [{"b_id": d, "b_status": st, "b_error": err} for d, st, err in marks])
+    session.commit()
 
 
 def claim_delivery(session: Session, delivery_id: str) -> bool:

@@ -16,7 +16,7 @@ from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
 from relay.store.regression import VerdictRecord
-from relay.store.tables import DeliveryRecord, RunRecord, TestResultRecord, as_utc
+from relay.store.tables import DeliveryPayloadRecord, DeliveryRecord, RunRecord, TestResultRecord, as_utc
 
 __all__ = ["spec_group", "group_counts", "group_verdicts", "recent_run_rows", "inflight_deliveries",
            "search_results", "SEARCH_RUNS"]
@@ -72,12 +72,17 @@ def recent_run_rows(session: Session, limit: int) -> list[RunRecord]:
                                 .order_by(RunRecord.started_at.desc(), RunRecord.id.desc()).limit(limit)))
 
 
-def inflight_deliveries(session: Session, limit: int = 100) -> list[DeliveryRecord]:
-    """Deliveries ``received`` (queued or waiting for a retry) or ``processing``, newest first,
-    with their payloads (the grid reads the head commit from them)."""
-    return list(session.scalars(select(DeliveryRecord)
-                                .where(DeliveryRecord.status.in_(("received", "processing")))
-                                .order_by(DeliveryRecord.id.desc()).limit(limit)))
+def inflight_deliveries(session: Session, limit: int = 100) -> list[Any]:
+    """Deliveries ``received`` (queued or waiting for a retry) or ``processing``, newest first:
+    rows of ``delivery_id, event, status, received_at, next_attempt_at, payload`` (the payload
+    text; the grid reads the head commit from it)."""
+    D, P = DeliveryRecord.__table__, DeliveryPayloadRecord.__table__
+    return list(session.execute(
+        select(D.c.delivery_id, D.c.event, D.c.status, D.c.received_at, D.c.next_attempt_at,
+               P.c.payload)
+        .join_from(D, P, P.c.delivery_id == D.c.delivery_id, isouter=True)
+        .where(D.c.status.in_(("received", "processing")))
+        .order_by(D.c.id.desc()).limit(limit)))
 
 
 def _like(text: str) -> str:

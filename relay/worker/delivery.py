@@ -1,6 +1,6 @@
 """What processing a delivery means for this relay, in one place for every worker kind.
 
-``DeliveryWork`` puts together, around ``relay.worker.processing.process_delivery``:
+``DeliveryWork`` puts together, around ``relay.worker.processing.process_deliveries``:
 
 * the filter (``ignored``: only the upstream repository's events that CRCR acts on;
   ``relay.github.webhooks.ignored_reason``);
@@ -40,9 +40,10 @@ from relay.pipeline.run import run_change
 from relay.pipeline.specs import default_specs
 from relay.reporting.outbox import enqueue_result
 from relay.settings import Settings
+from relay.store.deliveries import events_of
 from relay.store.run_store import SqlRunStore
-from relay.worker.handlers import request_for
-from relay.worker.processing import Processor, process_delivery
+from relay.worker.handlers import HANDLERS, request_for
+from relay.worker.processing import Processor, process_deliveries
 from relay.worker.progress import DeliveryProgress
 
 __all__ = ["DeliveryWork", "run_config"]
@@ -133,20 +134,47 @@ class DeliveryWork:
             return self.run_locally(delivery, settings, sink)
         return self._processor(delivery, settings, sink) if self.level() is not None else None
 
+    def long_running(self, event: str) -> bool:
+        """Whether a delivery of ``event`` may keep its worker for long: a local pipeline run
+        (minutes), a fan-out to downstreams (GitHub calls) or a CRCR re-run.  A batch runs at
+        most one such delivery, after its quick ones (``process_many``)."""
+        return ((self.level() is not None and event in HANDLERS)
+                or event in RERUN_EVENTS or bool(self.allowlist().external()))
+
     def process(self, delivery_id: str, *, retry: Callable[[str, float], None] | None = None,
                 fanout: bool = True, report: bool = True,
                 on_finished: Callable[[Delivery, str], None] | None = None) -> str | None:
-        """``process_delivery`` with this relay's pieces; returns the final status.  When the run's
-        transaction wrote an outbox row, ``on_outbox`` is called after it committed."""
+        """``process_many`` of one delivery; returns its final status."""
+        return self.process_many([delivery_id], retry=retry, fanout=fanout, report=report,
+                                 on_finished=on_finished)[delivery_id]
+
+    def process_many(self, ids: list[str], *, retry: Callable[[str, float], None] | None = None,
+                     fanout: bool = True, report: bool = True,
+                     on_finished: Callable[[Delivery, str], None] | None = None,
+                     give_back: Callable[[list[str]], None] | None = None
+                     ) -> dict[str, str | None]:
+        """``process_deliveries`` with this relay's pieces: the quick deliveries of ``ids``
+        (one claim and one final-state transaction for all of them), then at most one that may
+        run long (``long_running``) — so that no delivery waits behind another's pipeline run.
+        The other ones go to ``give_back`` (unclaimed, for another worker) before any work
+        starts.  Returns each processed id's final status.  When a run's transaction wrote an
+        outbox row, ``on_outbox`` is called after it committed."""
+        if len(ids) > 1 and give_back is not None:
+            with self.sf() as session:
+                events = events_of(session, ids)
+            slow = [i for i in ids if i in events and self.long_running(events[i])]
+            ids = [i for i in ids if i not in slow] + slow[:1]
+            give_back(slow[1:])
         wrote: list[bool] = []
 
         def report_and_note(session: Session, run: Run, delivery: Delivery) -> None:
             wrote.append(self.report(session, run, delivery))
 
-        status = process_delivery(delivery_id, session_factory=self.sf, settings=self.settings,
-                                  processor=self._local, report=report_and_note if report else None,
-                                  fanout=self.fanout if fanout else None, retry=retry,
-                                  on_finished=on_finished, ignore=self.ignored)
+        statuses = process_deliveries(
+            ids, session_factory=self.sf, settings=self.settings, processor=self._local,
+            report=report_and_note if report else None, fanout=self.fanout if fanout else None,
+            retry=retry, on_finished=on_finished, ignore=self.ignored,
+            long_running=lambda delivery: self.long_running(delivery.event))
         if any(wrote):
             self._on_outbox()
-        return status
+        return statuses

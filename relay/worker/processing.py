@@ -5,7 +5,9 @@ with its error — or goes back to ``received`` with a retry due — whatever it
 database that is gone under the attempt leaves it ``processing``, for recovery
 (``relay.service.recovery``) to run again once the database is back.
 
-``process_delivery`` is what a task queue calls, once per submission:
+``process_delivery`` is what a task queue calls, once per submission (``process_deliveries``
+for a batch of them: one claim transaction for the batch, the final states collected and written
+together — ``relay.worker.marks``):
 
 1. claim the row (``received`` → ``processing``; a delivery already claimed is skipped, so a
    duplicate submission runs once); a stored payload that cannot be used (nested deeper than
@@ -44,6 +46,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import httpx
 from pydantic import ValidationError
@@ -60,12 +63,14 @@ from relay.quarantine.policy import evaluate_safely
 from relay.retrying import DELIVERY
 from relay.settings import Settings
 from relay.store.db import retry_locked
-from relay.store.deliveries import claim_and_load, finish_processing, mark_delivery
+from relay.store.deliveries import claim_many, finish_processing, mark_delivery
 from relay.store.dispatches import fail_pending_dispatches
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
+from relay.worker.marks import Marks
 
-__all__ = ["Processor", "DeliverySink", "process_delivery", "transient", "transient_db",
+__all__ = ["Processor", "DeliverySink", "process_delivery", "process_deliveries", "transient",
+           "transient_db",
            "retry_delay_s", "MAX_ATTEMPTS", "DEFERRED", "INTERRUPTED"]
 
 log = logging.getLogger(__name__)
@@ -140,12 +145,6 @@ class DeliverySink:
         return None
 
 
-def _claim(session_factory: Callable[[], Session], delivery_id: str) -> Delivery | None:
-    """Claim and load the delivery; raises ``PayloadInvalid`` (claimed, unusable payload)."""
-    with session_factory() as session:
-        return claim_and_load(session, delivery_id)
-
-
 def transient_db(exc: BaseException) -> bool:
     """The database went away under the attempt (PostgreSQL restarting, a dropped connection):
     worth another attempt once it is back."""
@@ -166,15 +165,22 @@ def _failure(exc: Exception, delivery: Delivery, retry: Callable[[str, float], N
     return "failed", error
 
 
-def _give_up(session_factory: sessionmaker[Session], delivery_id: str, error: str) -> str:
+def _give_up(marks: Marks, delivery_id: str, error: str) -> str:
     """End a claimed delivery ``failed`` with ``error`` (and its pending dispatches)."""
-    retry_locked(lambda: _mark(session_factory, delivery_id, "failed", error))
+    marks.add(delivery_id, "failed", error)
     delivery_log(log, delivery_id).warning("failed: %s", error.splitlines()[0][:500])
     return "failed"
 
 
-def process_delivery(
-    delivery_id: str,
+def process_delivery(delivery_id: str, **pieces: Any) -> str | None:
+    """Process one stored delivery (see the module docstring): ``process_deliveries`` of
+    ``[delivery_id]``; returns its final status (``received`` when a transient failure was
+    handed to ``retry``), or ``None`` if it was not claimable (unknown id or already claimed)."""
+    return process_deliveries([delivery_id], **pieces)[delivery_id]
+
+
+def process_deliveries(
+    ids: list[str],
     *,
     session_factory: sessionmaker[Session],
     settings: Settings,
@@ -184,35 +190,77 @@ def process_delivery(
     retry: Callable[[str, float], None] | None = None,
     on_finished: Callable[[Delivery, str], None] | None = None,
     ignore: Callable[[Delivery], str | None] | None = None,
-) -> str | None:
-    """Process one stored delivery (see the module docstring); returns the final status
-    (``received`` when a transient failure was handed to ``retry``), or ``None`` if it was not
-    claimable (unknown id or already claimed).  Never raises for a processor error; an
-    unexpected error after the claim ends the delivery ``failed`` with it (or, when the
-    database itself is gone, returns ``INTERRUPTED`` and leaves it to recovery)."""
-    dlog = delivery_log(log, delivery_id)
+    long_running: Callable[[Delivery], bool] | None = None,
+) -> dict[str, str | None]:
+    """Process stored deliveries, in order: ONE claim transaction for all of ``ids``
+    (``claim_many``), then each claimed one as the module docstring says, their final states
+    collected and written in one transaction (``relay.worker.marks``) — before any delivery
+    ``long_running`` says will run long (a pipeline run), and at the end.  Returns each id's
+    status as ``process_delivery`` does (``INTERRUPTED`` when the database went away before its
+    state was written).  Never raises for a processor error; an unexpected error after the claim
+    ends that delivery ``failed`` with it.  ``on_finished`` is called once its state is stored."""
+    ids = list(dict.fromkeys(ids))  # a delivery submitted twice in one batch runs once
+    with session_factory() as session:
+        claimed = claim_many(session, ids)
+    marks = Marks(session_factory)
+    statuses: dict[str, str | None] = {}
+    finished: list[tuple[Delivery, str]] = []
+    for delivery_id in ids:
+        item = claimed.get(delivery_id)
+        if item is None:
+            delivery_log(log, delivery_id).info("not claimable (unknown or already taken)")
+            statuses[delivery_id] = None
+            continue
+        if isinstance(item, PayloadInvalid):
+            statuses[delivery_id] = _give_up(marks, delivery_id, f"PayloadInvalid: {item}")
+            continue
+        if len(marks) and long_running is not None and long_running(item):
+            _flush(marks, statuses)
+        status = _attempt(item, marks, session_factory, settings, processor, report, fanout,
+                          retry, ignore)
+        statuses[delivery_id] = status
+        if status not in ("processing", INTERRUPTED):  # deferred: other tasks finish it
+            finished.append((item, status))
+    _flush(marks, statuses)
+    for delivery, status in finished:
+        if on_finished is not None and statuses[delivery.id] != INTERRUPTED:
+            on_finished(delivery, status)
+    return statuses
+
+
+def _flush(marks: Marks, statuses: dict[str, str | None]) -> None:
+    """Write the collected final states; when the database is gone, their deliveries are
+    ``INTERRUPTED`` (still ``processing``: recovery runs them again)."""
     try:
-        delivery = _claim(session_factory, delivery_id)
-    except PayloadInvalid as exc:
-        return _give_up(session_factory, delivery_id, f"PayloadInvalid: {exc}")
-    if delivery is None:
-        dlog.info("not claimable (unknown or already taken)")
-        return None
+        marks.flush()
+    except Exception as exc:
+        if not transient_db(exc):
+            raise
+        log.warning("database unavailable (%s) writing %d final states; recovery runs them "
+                    "again", type(exc).__name__, len(marks))
+        for delivery_id, _status, _error in marks.drop():
+            statuses[delivery_id] = INTERRUPTED
+
+
+def _attempt(delivery: Delivery, marks: Marks, session_factory: sessionmaker[Session],
+             settings: Settings, processor: Processor, report: Report | None,
+             fanout: Callable[[Delivery], None] | None,
+             retry: Callable[[str, float], None] | None,
+             ignore: Callable[[Delivery], str | None] | None) -> str:
+    """One claimed delivery; its status (``INTERRUPTED`` when the database went away)."""
     try:
-        status = _process_claimed(delivery, session_factory, settings, processor, report,
-                                  fanout, retry, ignore)
+        return _process_claimed(delivery, marks, session_factory, settings, processor, report,
+                                fanout, retry, ignore)
     except Exception as exc:  # noqa: BLE001 - a bug after the claim must not leave it processing
+        dlog = delivery_log(log, delivery.id)
         if transient_db(exc):
             dlog.warning("database unavailable (%s); recovery runs it again", type(exc).__name__)
             return INTERRUPTED
         dlog.exception("processing crashed")
-        status = _give_up(session_factory, delivery_id, f"internal error: {type(exc).__name__}: {exc}")
-    if on_finished is not None and status != "processing":  # deferred: other tasks finish it
-        on_finished(delivery, status)
-    return status
+        return _give_up(marks, delivery.id, f"internal error: {type(exc).__name__}: {exc}")
 
 
-def _process_claimed(delivery: Delivery, session_factory: sessionmaker[Session],
+def _process_claimed(delivery: Delivery, marks: Marks, session_factory: sessionmaker[Session],
                      settings: Settings, processor: Processor, report: Report | None,
                      fanout: Callable[[Delivery], None] | None,
                      retry: Callable[[str, float], None] | None,
@@ -221,12 +269,12 @@ def _process_claimed(delivery: Delivery, session_factory: sessionmaker[Session],
     dlog = delivery_log(log, delivery_id)
     reason = ignore(delivery) if ignore is not None else None
     if reason is not None:
-        retry_locked(lambda: _mark(session_factory, delivery_id, "ignored", reason))
+        marks.add(delivery_id, "ignored", reason)
         dlog.info("ignored: %s", reason)
         return "ignored"
     problem = payload_problem(delivery.event, delivery.payload)
     if problem is not None:  # the same bytes fail every attempt: failed now, never retried
-        return _give_up(session_factory, delivery_id, f"PayloadInvalid: {problem}")
+        return _give_up(marks, delivery_id, f"PayloadInvalid: {problem}")
     first_s = settings.delivery_retry_s
     try:
         if fanout is not None:
@@ -242,12 +290,13 @@ def _process_claimed(delivery: Delivery, session_factory: sessionmaker[Session],
         status, error = _run(delivery, session_factory, settings, processor, report, retry, first_s)
         if status in ("done", "deferred"):
             return "processed" if status == "done" else "processing"
-    due = _delay_s(delivery.attempts, first_s) \
-        if status == "received" and retry is not None else None
-    retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
-    if due is not None:
+    if status == "received" and retry is not None:  # committed before the retry is due
+        due = _delay_s(delivery.attempts, first_s)
+        retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
         dlog.warning("%s", error.splitlines()[0][:500])
         retry(delivery_id, due)
+    else:
+        marks.add(delivery_id, status, error)
     dlog.info("%s: %s", status, error.splitlines()[0][:500] if error else "")
     return status
 

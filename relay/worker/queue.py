@@ -42,7 +42,12 @@ class TaskQueue(Protocol):
 
 
 class InProcessQueue:
-    """A pool of ``workers`` daemon threads calling ``handler(delivery_id)`` per submission.
+    """A pool of ``workers`` daemon threads calling ``handler(delivery_id)`` per submission —
+    or, with a ``batch_handler``, ``batch_handler(ids)`` with every due submission up to
+    ``max_batch`` at once: a backlog (a burst of webhooks) is then claimed and finished in one
+    transaction each instead of two per delivery (``relay.worker.processing.process_deliveries``).
+    It may give ids back (its second argument; deliveries that may run long, one per batch):
+    they are due again at once, for the next free thread.
 
     Work is taken in order of its due time, then of submission: ``submit_delivery`` is due at
     once, ``submit_later(id, delay_s)`` after ``delay_s`` seconds (a transient failure's retry,
@@ -59,10 +64,17 @@ class InProcessQueue:
     """
 
     def __init__(self, handler: Callable[[str], None], *, workers: int = 1,
-                 name: str = "relay-worker") -> None:
+                 name: str = "relay-worker",
+                 batch_handler: Callable[[list[str], Callable[[list[str]], None]], None] | None = None,
+                 max_batch: int = 256, linger_s: float = 0.05) -> None:
         if workers < 1:
             raise ValueError("an in-process queue needs at least one worker thread")
+        if max_batch < 1:
+            raise ValueError("max_batch must be at least 1")
         self._handler = handler
+        self._batch_handler = batch_handler
+        self._max_batch = max_batch if batch_handler is not None else 1
+        self._linger_s = linger_s if batch_handler is not None else 0.0
         self._name = name
         self._workers = workers
         self._cond = threading.Condition()
@@ -70,7 +82,7 @@ class InProcessQueue:
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self._current: dict[str, str] = {}  # thread name -> the delivery it is handling
+        self._current: dict[str, list[str]] = {}  # thread name -> the deliveries in hand
 
     @property
     def workers(self) -> int:
@@ -96,40 +108,78 @@ class InProcessQueue:
                 thread.start()
             self._cond.notify()
 
-    def _next(self) -> str | None:
-        """The next due delivery (waiting for one), or ``None`` once closed."""
+    def _next(self) -> list[str] | None:
+        """The next due deliveries, at most ``max_batch`` (waiting for one), or ``None`` once
+        closed."""
         with self._cond:
             while True:
                 if self._closed:
                     return None
                 now = time.monotonic()
                 if self._heap and self._heap[0][0] <= now:
-                    delivery_id = heapq.heappop(self._heap)[2]
-                    self._current[threading.current_thread().name] = delivery_id
-                    return delivery_id
+                    self._linger(now)
+                    now = time.monotonic()
+                    if self._closed or not self._heap or self._heap[0][0] > now:
+                        continue  # another thread took them meanwhile
+                    taken = [heapq.heappop(self._heap)[2]]
+                    while (self._heap and self._heap[0][0] <= now
+                           and len(taken) < self._max_batch):
+                        taken.append(heapq.heappop(self._heap)[2])
+                    self._current[threading.current_thread().name] = taken
+                    return taken
                 self._cond.wait(self._heap[0][0] - now if self._heap else None)
+
+    def _linger(self, since: float) -> None:
+        """With a batch handler: wait up to ``linger_s`` (50 ms) for a batch to fill while
+        fewer than ``max_batch`` (256) submissions wait — under a burst, one claim and one
+        final-state transaction then serve dozens of deliveries instead of one or two (the
+        Nagle habit; on the bench machine 256/50 ms gave ~20 % more intake throughput beside
+        processing than 64/20 ms); a lone delivery starts at most 50 ms later.  Called holding
+        the lock."""
+        deadline = since + self._linger_s
+        while not self._closed and 0 < len(self._heap) < self._max_batch:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     def _work(self) -> None:
         me = threading.current_thread().name
-        while (delivery_id := self._next()) is not None:
+        while (taken := self._next()) is not None:
             try:
-                self._handler(delivery_id)
+                if self._batch_handler is not None:
+                    self._batch_handler(taken, self._give_back)
+                else:
+                    self._handler(taken[0])
             except Exception:  # noqa: BLE001 - the worker must survive any handler bug
-                log.exception("processing delivery %s crashed", delivery_id)
+                log.exception("processing deliveries %s crashed", ", ".join(taken[:10]))
             finally:
                 with self._cond:
                     self._current.pop(me, None)
                     self._cond.notify_all()
 
-    def in_hand(self) -> list[str]:
-        """The deliveries being handled right now (at most ``workers``)."""
+    def _give_back(self, ids: list[str]) -> None:
+        """Ids of its batch a handler does not take: due again at once, ahead of later
+        submissions, for the next free thread."""
+        if not ids:
+            return
+        me = threading.current_thread().name
         with self._cond:
-            return list(self._current.values())
+            mine = self._current.get(me, [])
+            self._current[me] = [d for d in mine if d not in set(ids)]
+            for delivery_id in ids:
+                heapq.heappush(self._heap, (0.0, next(self._seq), delivery_id))
+            self._cond.notify_all()
+
+    def in_hand(self) -> list[str]:
+        """The deliveries being handled right now (at most ``workers`` × ``max_batch``)."""
+        with self._cond:
+            return [d for taken in self._current.values() for d in taken]
 
     def known(self) -> set[str]:
         """Every delivery this queue holds: scheduled (now or later) or being handled."""
         with self._cond:
-            return {entry[2] for entry in self._heap} | set(self._current.values())
+            return {entry[2] for entry in self._heap} | set(self.in_hand())  # an RLock
 
     def scheduled(self) -> int:
         """Submissions not yet taken by a thread (due now or later)."""

@@ -53,7 +53,7 @@ class Runs:
         s = session or self.factory()
         if event is not None:
             delivery = f"d-{run_id}"
-            s.add(DeliveryRecord(delivery_id=delivery, event=event, payload="{}"))
+            s.add(DeliveryRecord(delivery_id=delivery, event=event))
         save_run(s, Run(id=run_id, base=f"{self.n - 1:040x}", head=f"{self.n:040x}",
                         trigger=trigger, ref=ref,  # type: ignore[arg-type]
                         delivery_id=delivery, started_at=at,

@@ -47,7 +47,7 @@ class Store:
             delivery = None
             if event is not None:
                 delivery = f"d-{run_id}"
-                s.add(DeliveryRecord(delivery_id=delivery, event=event, payload="{}"))
+                s.add(DeliveryRecord(delivery_id=delivery, event=event))
             at = T0 + timedelta(minutes=n)
             save_run(s, Run(id=run_id, backend=backend, base="b" * 40, head=head, trigger=trigger,  # type: ignore[arg-type]
                             ref=ref, delivery_id=delivery, started_at=at, finished_at=at,

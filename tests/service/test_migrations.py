@@ -95,3 +95,39 @@ def test_upgrade_from_the_previous_revision_keeps_data(db_url) -> None:
         assert _schema(engine) == before
     finally:
         engine.dispose()
+
+
+def test_0012_moves_each_payload_to_its_own_table_and_back(db_url) -> None:
+    """Revision 0012 takes payloads out of ``deliveries`` (a status UPDATE no longer rewrites a
+    25 KB row): a delivery stored at 0011 loads with the same payload at head, and downgrading
+    puts the payload back into its column."""
+    from sqlalchemy import text
+
+    from relay.store import make_session_factory
+    from relay.store.deliveries import load_delivery
+
+    engine = make_engine(db_url)
+    body = '{"action": "opened", "number": 7, "pad": "' + "x" * 30_000 + '"}'
+    try:
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0011")
+            conn.execute(text(
+                "INSERT INTO deliveries (delivery_id, event, received_at, payload, status, attempts)"
+                " VALUES ('old-1', 'pull_request', '2026-01-01 00:00:00', :p, 'received', 0)"),
+                {"p": body})
+        create_schema(engine)
+        with make_session_factory(engine)() as session:
+            delivery = load_delivery(session, "old-1")
+        assert delivery is not None and delivery.payload["number"] == 7
+        assert len(delivery.payload["pad"]) == 30_000
+        with engine.connect() as conn:
+            assert "payload" not in {c["name"] for c in inspect(conn).get_columns("deliveries")}
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0011")
+            assert conn.execute(text("SELECT payload FROM deliveries")).scalar() == body
+    finally:
+        engine.dispose()
