@@ -308,14 +308,32 @@ async def open_loop(port: int, body: bytes, seconds: float, rate: float) -> dict
     return {"rps": n / elapsed, "p50": pct(lat, 50), "p99": pct(lat, 99), "n": n, "errors": bad}
 
 
-def measure(name: str, port: int, body: bytes, args: argparse.Namespace) -> dict:
+def delivery_states(database: str | None) -> dict[str, int]:
+    """``{status: count}`` of the relay's ``deliveries`` table (a read in WAL mode does not
+    block the server), or ``{}`` for a server without one."""
+    import sqlite3
+
+    if database is None or not Path(database).exists():
+        return {}
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        return dict(conn.execute("SELECT status, count(*) FROM deliveries GROUP BY status"))
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+
+
+def measure(name: str, port: int, body: bytes, args: argparse.Namespace,
+            database: str | None = None) -> dict:
     """The open loop first, on a server that has only had a short warm-up: after the closed
     loop the relay still works off thousands of accepted deliveries in the background, and the
-    latency at ``--rate`` would measure that backlog rather than the rate."""
+    latency at ``--rate`` would measure that backlog rather than the rate.  For a relay, the
+    deliveries' states right after the closed loop (how far processing kept up)."""
     asyncio.run(open_loop(port, body, 1.0, args.rate))  # warm-up at the rate
     opened = asyncio.run(open_loop(port, body, args.seconds, args.rate))
     closed = asyncio.run(closed_loop(port, body, args.seconds, args.concurrency))
-    return {"name": name, "closed": closed, "open": opened}
+    return {"name": name, "closed": closed, "open": opened, "states": delivery_states(database)}
 
 
 def main() -> None:
@@ -336,16 +354,19 @@ def main() -> None:
         allowlist.write_text("L1: []\n")
         env = {**os.environ, "PYTHONPATH": str(ROOT), "RELAY_WEBHOOK_SECRET": SECRET,
                "RELAY_STATE_DIR": tmp, "RELAY_ALLOWLIST": str(allowlist),
-               "RELAY_DATABASE_URL": args.database_url or f"sqlite:///{tmp}/bench.db",
                "BENCH_DURABLE_DB": f"{tmp}/durable.db"}
         for name, target, factory in (("bare uvicorn", "intake:bare_app", False),
                                       ("bare FastAPI", "intake:fastapi_factory", True),
                                       ("durable min", "intake:durable_app", False),
                                       ("relay intake", "intake:relay_intake_factory", True),
                                       ("relay", "intake:relay_factory", True)):
-            proc, port = start_server(target, env, factory, args.http)
+            # each relay its own database: the parked relay leaves its deliveries `received`,
+            # and a relay started on them would spend the run on their restart recovery
+            database = None if args.database_url else f"{tmp}/{name.replace(' ', '-')}.db"
+            server_env = {**env, "RELAY_DATABASE_URL": args.database_url or f"sqlite:///{database}"}
+            proc, port = start_server(target, server_env, factory, args.http)
             try:
-                results.append(measure(name, port, body, args))
+                results.append(measure(name, port, body, args, database))
             finally:
                 proc.terminate()
                 try:
@@ -372,6 +393,12 @@ def main() -> None:
           f"{intake_only['closed']['rps'] / durable['closed']['rps']:.2f}x; processing in the same "
           f"process takes the relay from {intake_only['closed']['rps']:.0f} to "
           f"{relay['closed']['rps']:.0f} req/s", file=out)
+    states = relay["states"]
+    if states:
+        done = sum(n for k, n in states.items() if k in ("processed", "ignored", "failed"))
+        print(f"relay processing: {done} of {sum(states.values())} accepted deliveries final when "
+              f"the closed loop ended ({states.get('received', 0)} still queued, "
+              f"{states.get('processing', 0)} in hand)", file=out)
     print(f"for context: relay/bare ASGI {relay['closed']['rps'] / bare['closed']['rps']:.2f}x, "
           f"relay/bare FastAPI route {relay['closed']['rps'] / fastapi['closed']['rps']:.2f}x",
           file=out)
