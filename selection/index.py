@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
+from selection.cachefile import write_atomic
 from test_specs.items import SpecItem
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,7 @@ def cached_generators(cache_dir: Path | None) -> dict[str, frozenset[str]]:
             log.warning("ignoring unreadable generator cache %s: %s", path, exc)
     gens = opinfo_generators()
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({k: sorted(v) for k, v in gens.items()}, sort_keys=True))
-        tmp.replace(path)
+        write_atomic(path, json.dumps({k: sorted(v) for k, v in gens.items()}, sort_keys=True))
     return gens
 
 
@@ -197,8 +195,5 @@ def _load(path: Path) -> dict:
 
 
 def _save(path: Path, entries: dict[str, list[str]], failures: dict[str, str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     for target, data in ((path, entries), (path.with_suffix(".failures.json"), failures)):
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True))
-        tmp.replace(target)
+        write_atomic(target, json.dumps(data, sort_keys=True))

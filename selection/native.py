@@ -40,6 +40,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
+from selection.cachefile import write_atomic
+
 log = logging.getLogger(__name__)
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(?P<context>.*)$")
@@ -262,8 +264,5 @@ class NativeDefinitions:
             cache[path] = native_file_ops(text, dict(kernels))
             target = self._path(commit)
             if target is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_suffix(".tmp")
-                tmp.write_text(json.dumps(cache, sort_keys=True))
-                tmp.replace(target)
+                write_atomic(target, json.dumps(cache, sort_keys=True))
         return cache[path]

@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selection.cachefile import write_atomic
 from selection.module_graph import module_graph
 
 log = logging.getLogger(__name__)
@@ -334,15 +335,12 @@ class SourceMap:
                     log.warning("ignoring unreadable source map cache %s: %s", path, exc)
         sm = cls.from_root(Path(root))
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"kernels": sm.kernels, "symbols": sm.symbols,
-                                       "native_files": sm.native_files, "backward": sm.backward,
-                                       "module_classes": sm.module_classes,
-                                       "module_uses": sm.module_uses,
-                                       "module_functional": sm.module_functional},
-                                      sort_keys=True))
-            tmp.replace(path)
+            write_atomic(path, json.dumps({"kernels": sm.kernels, "symbols": sm.symbols,
+                                           "native_files": sm.native_files, "backward": sm.backward,
+                                           "module_classes": sm.module_classes,
+                                           "module_uses": sm.module_uses,
+                                           "module_functional": sm.module_functional},
+                                          sort_keys=True))
         return sm
 
 

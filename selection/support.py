@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from importlib.util import find_spec
 from pathlib import Path
 
+from selection.cachefile import write_atomic
+
 log = logging.getLogger(__name__)
 
 
@@ -64,11 +66,9 @@ class SupportAnswers:
                 log.warning("ignoring unreadable support cache %s: %s", path, exc)
         answers = cls.compute(pairs)
         if path is not None and answers.dtypes is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"dtypes": list(answers.dtypes), "reasons": answers.reasons,
-                                       "known": sorted(answers.known)}, sort_keys=True))
-            tmp.replace(path)
+            write_atomic(path, json.dumps({"dtypes": list(answers.dtypes),
+                                           "reasons": answers.reasons,
+                                           "known": sorted(answers.known)}, sort_keys=True))
         return answers
 
     @classmethod

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from selection.cachefile import write_atomic
 from selection.index import torch_version
 from test_specs.items import SpecItem
 
@@ -60,8 +61,5 @@ def cached_universe(spec_paths: Sequence[Path], cache_dir: Path,
         except (OSError, ValidationError) as exc:
             log.warning("ignoring unreadable universe cache %s: %s", path, exc)
     items = expand()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(_ITEMS.dump_json(items))
-    tmp.replace(path)
+    write_atomic(path, _ITEMS.dump_json(items))
     return items
