@@ -35,6 +35,7 @@ from relay.crcr.ratelimit import RateLimiter, storage_uri_for
 from relay.crcr.shas import UpstreamCommits
 from relay.crcr.sweeper import sweep_and_reconcile
 from relay.domain.delivery import Delivery
+from relay.errors import DatabaseFileGone
 from relay.execution.registry import task_queue_for
 from relay.github.client import GitHubClient
 from relay.reporting.sender import make_sender
@@ -180,7 +181,12 @@ def create_app(
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
+    async def database_gone(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503)
+
     app.add_exception_handler(Exception, internal_error)
+    app.add_exception_handler(DatabaseFileGone, database_gone)
     for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
     install_openapi(app, webhooks=webhooks_enabled)

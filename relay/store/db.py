@@ -28,8 +28,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from relay.errors import DatabaseFileGone
 from relay.retrying import DB_LOCKED
+from relay.store import sqlite_file
 from relay.store.tables import Base
 from relay.store.write_gate import WriteGate
 
@@ -49,14 +49,14 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return create_engine(url, pool_pre_ping=True, **kwargs)
     database = parsed.database or ""
     in_memory = database in ("", ":memory:")
-    if not in_memory:
+    if in_memory:
+        engine = create_engine(url, connect_args={"check_same_thread": False},
+                               poolclass=StaticPool, **kwargs)
+    else:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(
-        url,
-        connect_args={"check_same_thread": False},
-        poolclass=StaticPool if in_memory else None,
-        **kwargs,
-    )
+        creator, record = sqlite_file.creator_for(database)
+        engine = create_engine(url, creator=creator, **kwargs)
+        sqlite_file.remember(engine, record)
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -133,11 +133,11 @@ def create_schema(engine: Engine) -> None:
 
 def check_file(session: Session | Connection) -> None:
     """For a SQLite file database, raise ``DatabaseFileGone`` when the file is no longer at its
-    path (one ``stat``); nothing for other databases."""
-    url = session.engine.url if isinstance(session, Connection) else session.get_bind().url
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        if not Path(url.database).exists():
-            raise DatabaseFileGone(f"SQLite database file {url.database} was removed")
+    path — removed, or replaced by another file (``relay.store.sqlite_file``; one ``stat``);
+    nothing for other databases."""
+    engine = session.engine if isinstance(session, Connection) else session.get_bind()
+    if isinstance(engine, Engine):
+        sqlite_file.check(engine)
 
 
 def ping(session: Session) -> None:

@@ -119,3 +119,25 @@ def test_a_deleted_sqlite_file_is_refused_not_written_into(relay: Relay) -> None
     assert resp.status_code == 503 and resp.json() == {"detail": "delivery not stored: DatabaseFileGone"}
     health = httpx.get(relay.url + "/healthz")
     assert health.status_code == 503 and health.json()["database"] == "DatabaseFileGone"
+
+
+def test_a_moved_sqlite_file_stays_refused_when_other_connections_open(relay: Relay) -> None:
+    """Moving the database away, then reads opening new connections (the dashboard): no pooled
+    connection creates an empty file at the path, and no later delivery gets a 2xx while it is
+    stored into the moved file nobody reads (an adversarial pass got a 202 for a delivery lost)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    assert relay.sender.send("push", {"ref": "refs/heads/main"}, delivery_id="pre-1").status_code in (200, 202)
+    relay.drain()
+    db = Path(relay.app.state.settings.database_url.removeprefix("sqlite:///"))
+    db.rename(db.with_name("moved.db"))
+    with ThreadPoolExecutor(8) as pool:
+        dash = list(pool.map(lambda _: httpx.get(relay.url + "/api/v1/dashboard", timeout=10).status_code,
+                             range(24)))
+    assert set(dash) <= {200, 503} and 503 in dash  # a pooled connection may still read; new ones 503
+    codes = [relay.sender.send("pull_request", pull_request_payload(), delivery_id=f"post-{n}").status_code
+             for n in range(5)]
+    assert codes == [503] * 5
+    assert not db.exists()  # nothing re-created an empty database at the path
+    assert httpx.get(relay.url + "/healthz").status_code == 503
