@@ -12,8 +12,8 @@ deliveries"; Zuul's ``GithubWebController.payload``):
    commit); an existing id → 200 ``{"status": "duplicate"}``; the database failing → 503;
 5. answer: ``ping`` → 200 ``{"status": "pong"}``; deliveries the relay does not act on
    (``relay.github.webhooks.ignored_reason``: another repository than ``RELAY_UPSTREAM_REPO``,
-   or an event/action/label CRCR does not act on) → 200 ``{"status": "ignored"}`` (stored as
-   ``ignored``); otherwise hand the id to the task queue and → 202
+   or an event/action/label CRCR does not act on) → 200 ``{"status": "ignored", "reason": ...}``
+   (stored as ``ignored`` with that reason as its error text); otherwise hand the id to the task queue and → 202
    ``{"status": "accepted", "delivery_id": ...}``.  Other methods on the path → 405.
 
 GitHub counts a response slower than 10 s as failed, so all work happens after the answer.
@@ -36,7 +36,7 @@ from fastapi import FastAPI
 
 from relay.errors import SignatureError
 from relay.github import signing
-from relay.github.webhooks import intake_status
+from relay.github.webhooks import ignored_reason, intake_status
 from relay.service.body import BodyRefused, read_body
 from relay.service.jsonbody import parse_json_body
 from relay.service.metrics import event_label
@@ -113,12 +113,16 @@ class WebhookIntake:
         # (and must not reach a column: NUL bytes, 10 KB strings)
         action = action if isinstance(action, str) and _NAME.fullmatch(action) else None
         status = intake_status(event, payload, state.settings.upstream_repo)
+        reason = (ignored_reason(event, payload, state.settings.upstream_repo)
+                  if status == "ignored" else None)
+        if reason is not None:  # it quotes the payload's action: no NUL (PostgreSQL), no 10 KB
+            reason = reason.replace("\x00", "")[:300]
 
         try:
             inserted = await state.writer.insert(
                 delivery_id=delivery_id, event=event, action=action,
                 hook_id=hook_id, payload=text,
-                status=status)
+                status=status, error=reason)
         except Exception as exc:  # noqa: BLE001 - not stored: GitHub must see a failure
             raise BodyRefused(503, f"delivery not stored: {type(exc).__name__}") from None
         counter = state.metrics.deliveries
@@ -130,7 +134,7 @@ class WebhookIntake:
             return 200, {"status": "pong", "delivery_id": delivery_id}
         if status == "ignored":
             counter.labels(event_label(event), "ignored").inc()
-            return 200, {"status": "ignored", "delivery_id": delivery_id}
+            return 200, {"status": "ignored", "delivery_id": delivery_id, "reason": reason}
         state.queue.submit_delivery(delivery_id)
         counter.labels(event_label(event), "accepted").inc()
         return 202, {"status": "accepted", "delivery_id": delivery_id}

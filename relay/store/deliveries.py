@@ -76,15 +76,17 @@ def insert_delivery(
     action: str | None = None,
     hook_id: str | None = None,
     status: str = "received",
+    error: str | None = None,
 ) -> bool:
     """Insert and COMMIT one delivery; ``False`` (after rollback) if the id is already stored.
 
     ``payload`` is the raw JSON body text, stored verbatim (in ``delivery_payloads``, the same
-    transaction).  Relies on the UNIQUE constraint, not on a prior SELECT, so concurrent
-    redeliveries cannot both be inserted.  Raises ``ValueError`` for an unknown ``status``.
+    transaction); ``error`` is the row's error text (an ``ignored`` delivery's reason).
+    Relies on the UNIQUE constraint, not on a prior SELECT, so concurrent redeliveries cannot
+    both be inserted.  Raises ``ValueError`` for an unknown ``status``.
     """
     row = {"delivery_id": delivery_id, "event": event, "payload": payload, "action": action,
-           "hook_id": hook_id, "status": status}
+           "hook_id": hook_id, "status": status, "error": error}
     try:
         _insert(session, [row])
     except IntegrityError:
@@ -102,6 +104,7 @@ def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> None:
     session.execute(insert(_T), [
         {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
          "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
+         "error": r.get("error"),
          "processed_at": now if r.get("status") in ("processed", "ignored") else None}
         for r in rows])
     session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}

@@ -110,6 +110,14 @@ def test_unknown_event_is_recorded_as_ignored(relay: Relay, recorder: Recorder) 
     assert recorder.calls == []
 
 
+def test_an_ignored_delivery_says_why_in_its_answer_and_its_row(relay: Relay) -> None:
+    payload = {"action": "opened", "repository": {"full_name": "Codertocat/Hello-World"}}
+    resp = relay.sender.send("pull_request", payload, delivery_id="ign-2")
+    reason = resp.json()["reason"]
+    assert resp.status_code == 200 and "Codertocat/Hello-World" in reason
+    assert _row(relay, "ign-2").error == reason
+
+
 def test_content_length_over_25mb_is_413_without_reading(relay: Relay) -> None:
     host, port = "127.0.0.1", relay.server.port
     request = (f"POST /webhooks/github HTTP/1.1\r\nHost: {host}\r\n"
