@@ -46,7 +46,6 @@ __all__ = [
     "load_delivery",
     "claim_delivery",
     "finish_processing",
-    "claim_and_load",
     "claim_many",
     "events_of",
     "finish_many",
@@ -175,17 +174,6 @@ def load_delivery(session: Session, delivery_id: str) -> Delivery | None:
                           .join_from(_T, _P, _P.c.delivery_id == _T.c.delivery_id, isouter=True)
                           .where(_T.c.delivery_id == delivery_id)).first()
     return _as_delivery(row, row.payload) if row is not None else None
-
-
-def claim_and_load(session: Session, delivery_id: str) -> Delivery | None:
-    """``claim_delivery`` and ``load_delivery`` at once (``claim_many`` of one id), committed:
-    the claimed delivery, its ``attempts`` counting this one, or ``None`` if it was not
-    ``received``.  Raises ``PayloadInvalid`` after the claim committed when the payload cannot
-    be used (the caller marks it ``failed``)."""
-    claimed = claim_many(session, [delivery_id]).get(delivery_id)
-    if isinstance(claimed, PayloadInvalid):
-        raise claimed
-    return claimed
 
 
 def events_of(session: Session, ids: list[str]) -> dict[str, str]:

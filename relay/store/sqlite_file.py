@@ -8,10 +8,10 @@ connection to the moved file then passes the check and commits rows nobody will 
 (found by an adversarial pass: a 202 for a delivery stored nowhere; both files also share one
 ``-wal`` name, a corruption risk).
 
-``attach(engine, path)`` makes ``engine`` open ``path`` through a ``creator`` that remembers the
-file's identity (device, inode) at its first connection and afterwards opens only that same
-file, read-write and never creating it (``file:…?mode=rw``); ``check(engine)`` raises
-``DatabaseFileGone`` when the path no longer names that file.
+``creator_for(path)`` gives ``create_engine`` a ``creator`` that remembers the file's identity
+(device, inode) at its first connection and afterwards opens only that same
+file, read-write and never creating it (``file:…?mode=rw``); after ``remember(engine, record)``,
+``check(engine)`` raises ``DatabaseFileGone`` when the path no longer names that file.
 """
 
 from __future__ import annotations

@@ -47,12 +47,12 @@ class Marks:
         dropped, self._pending = self._pending, []
         return dropped
 
-    def flush(self) -> list[str]:
+    def flush(self) -> None:
         """Write every pending state in one transaction (retried while SQLite is locked by
-        another process); returns the delivery ids written.  Raises what the database raises
-        (the states stay pending: the rows are still ``processing`` for recovery)."""
+        another process).  Raises what the database raises (the states stay pending: the rows
+        are still ``processing`` for recovery)."""
         if not self._pending:
-            return []
+            return
         batch = list(self._pending)
 
         def write() -> None:
@@ -61,4 +61,3 @@ class Marks:
 
         retry_locked(write)
         del self._pending[:len(batch)]
-        return [m[0] for m in batch]

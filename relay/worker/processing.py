@@ -64,7 +64,6 @@ from relay.retrying import DELIVERY
 from relay.settings import Settings
 from relay.store.db import retry_locked
 from relay.store.deliveries import claim_many, finish_processing, mark_delivery
-from relay.store.dispatches import fail_pending_dispatches
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
 from relay.worker.marks import Marks
@@ -292,7 +291,7 @@ def _process_claimed(delivery: Delivery, marks: Marks, session_factory: sessionm
             return "processed" if status == "done" else "processing"
     if status == "received" and retry is not None:  # committed before the retry is due
         due = _delay_s(delivery.attempts, first_s)
-        retry_locked(lambda: _mark(session_factory, delivery_id, status, error, due))
+        retry_locked(lambda: _mark_retry(session_factory, delivery_id, error, due))
         dlog.warning("%s", error.splitlines()[0][:500])
         retry(delivery_id, due)
     else:
@@ -348,13 +347,11 @@ def _stored_run(session_factory: Callable[[], Session], delivery_id: str) -> Run
     return run
 
 
-def _mark(session_factory: Callable[[], Session], delivery_id: str, status: str,
-          error: str | None, retry_in_s: float | None = None) -> None:
-    """Record the final (or, with ``retry_in_s``, the retried) state; the retry's due time is
-    stored for the deliveries page.  A final state also ends the delivery's dispatch rows still
-    ``pending`` (``failed``, with the delivery's error): no row outlives its delivery."""
-    due = utcnow() + timedelta(seconds=retry_in_s) if retry_in_s is not None else None
+def _mark_retry(session_factory: Callable[[], Session], delivery_id: str, error: str,
+                retry_in_s: float) -> None:
+    """Put a claimed delivery back to ``received`` with ``error`` and the retry's due time (shown
+    on the deliveries page); committed before the retry is scheduled.  Final states go through
+    ``relay.worker.marks`` (which also ends the delivery's pending dispatch rows)."""
     with session_factory() as session:
-        if status in ("processed", "ignored", "failed"):
-            fail_pending_dispatches(session, delivery_id, f"delivery {status}: {error or ''}")
-        mark_delivery(session, delivery_id, status, error, next_attempt_at=due)
+        mark_delivery(session, delivery_id, "received", error,
+                      next_attempt_at=utcnow() + timedelta(seconds=retry_in_s))

@@ -5,7 +5,7 @@ row is committed it calls ``TaskQueue.submit_delivery(delivery_id)`` exactly onc
 delivery, and once more per still-``received`` delivery at application startup (restart
 recovery).  Implementations must return quickly (GitHub counts a response slower than 10 s as
 failed) and must tolerate a delivery being submitted twice — processing claims the row
-atomically (``relay.store.claim_delivery``) so it runs once.
+atomically (``relay.store.deliveries.claim_many``) so it runs once.
 
 ``InProcessQueue`` runs the work on a small pool of background threads of this process (the
 default when ``RELAY_BROKER_URL`` is unset; ``RELAY_WORKERS`` threads, default 2); a Celery queue
@@ -165,8 +165,8 @@ class InProcessQueue:
             return
         me = threading.current_thread().name
         with self._cond:
-            mine = self._current.get(me, [])
-            self._current[me] = [d for d in mine if d not in set(ids)]
+            given = set(ids)
+            self._current[me] = [d for d in self._current.get(me, []) if d not in given]
             for delivery_id in ids:
                 heapq.heappush(self._heap, (0.0, next(self._seq), delivery_id))
             self._cond.notify_all()
