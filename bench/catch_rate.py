@@ -20,7 +20,7 @@ For each drawn op (issues 13 and 19):
    reported as **too-big** and not run (left out of the rate, listed).
 
 Ops are drawn (``--seed``) from those that *reach the device*: the test → aten-op index that
-selection captures (``selection.index``, at the dispatch mode) lists ops such as
+selection captures (``selection.index.op_index``, at the dispatch mode) lists ops such as
 ``aten::native_layer_norm`` or ``aten::embedding`` that decompose below it and never reach the
 device's fallback, where faults fire.  Reachability is measured the same way the index is built —
 each OpInfo's samples run on the device — with the fault table replaced by a recorder of the ops
@@ -222,7 +222,7 @@ def setup(args):
     from relay.pipeline.specs import default_specs, load_items
     from relay.store import create_schema, make_engine, make_session_factory
     from relay.store.run_store import SqlRunStore
-    from selection.index import TestOpIndex
+    from selection.index.op_index import TestOpIndex
 
     specs = tuple(default_specs())
     items = load_items(specs)

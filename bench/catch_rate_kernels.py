@@ -3,7 +3,7 @@
 ``bench/catch_rate.py`` pushes a change of this file for each op it faults.  The table is written
 down from the PyTorch source layout (``aten/src/ATen/native/``: the ``TORCH_IMPL_FUNC`` /
 ``DEFINE_DISPATCH`` / kernel definitions of each op, as of the 2.x releases), independently of
-``selection.source_map``, so the bench measures selection against the source rather than against
+``selection.attribution.source_map``, so the bench measures selection against the source rather than against
 its own attribution.  Ops are aten overload packets as ``spyre_backend.faults`` takes them; only
 files whose ops are certain are listed (an op missing here is simply never drawn).
 """

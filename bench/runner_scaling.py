@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from test_specs.expand import expand, spec_paths_default  # noqa: E402
-from test_specs.runner import run_items  # noqa: E402
+from test_specs.expand.universe import expand, spec_paths_default  # noqa: E402
+from test_specs.run.runner import run_items  # noqa: E402
 
 
 def _children_cpu() -> float:

@@ -74,7 +74,7 @@ def in_process(state_dir: Path, target: int, repeat: int) -> dict:
     from selection_eval import generated_universe, load_cases
 
     from relay.pipeline.specs import default_specs, load_items
-    from selection.index import TestOpIndex, _opinfo_table, cached_generators
+    from selection.index.op_index import TestOpIndex, _opinfo_table, cached_generators
     from selection.models import ChangeSet
     from selection.pipeline import Selector
 

@@ -20,7 +20,7 @@ Measures (printed, and with ``--json`` written as one object):
 * per-failure recall — share of all labelled ``failures`` (over all cases) with a selected test;
 * false selection — share of ``expect_none`` cases that selected something;
 * selected share — tests to run / universe, and test time to run / universe test time (seconds
-  from stored runs, else ``selection.budget.DEFAULT_SECONDS`` each), per case and mean;
+  from stored runs, else ``selection.stages.budget.DEFAULT_SECONDS`` each), per case and mean;
 * latency (ms) per stage and end to end (``Selector.select``, ChangeSet in → ``Selection`` out),
   median and max over the *typical* cases (1–5 files), each the median of ``--repeat`` runs,
   after the indexes are built.
@@ -50,10 +50,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from selection.budget import DEFAULT_SECONDS  # noqa: E402
-from selection.index import TestOpIndex  # noqa: E402
+from selection.index.op_index import TestOpIndex  # noqa: E402
 from selection.models import ChangeSet  # noqa: E402
-from test_specs.items import SpecItem, make_item_id  # noqa: E402
+from selection.stages.budget import DEFAULT_SECONDS  # noqa: E402
+from test_specs.values.items import SpecItem, make_item_id  # noqa: E402
 
 #: Generic upstream tests that OpInfo items stand for (real names from test/test_ops.py etc.).
 TEMPLATES = (
@@ -218,7 +218,7 @@ def _p90(values: list[float]) -> float:
 def build_selector(target: int, cache_dir: Path):
     """The Selector over the real specs plus generated items (indexes from ``cache_dir``)."""
     from relay.pipeline.specs import default_specs, load_items
-    from selection.index import _opinfo_table, opinfo_generators
+    from selection.index.op_index import _opinfo_table, opinfo_generators
     from selection.pipeline import Selector
 
     real = load_items(default_specs())

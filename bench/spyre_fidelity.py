@@ -8,7 +8,7 @@ For every torch-spyre config in ``--configs`` (default: ``$SPYRE_CONFIGS``, else
 files present in the checkout ("fits"), runs the whole config on the simulated device (what
 ``relay run --spec CONFIG --upstream CHECKOUT`` does: items collected in source-tree mode under
 the config's rules) and scores each test against what the config declares
-(``test_specs.fidelity``: ``mandatory_success`` → passes, ``xfail`` → fails).  Prints, per
+(``test_specs.authoring.fidelity``: ``mandatory_success`` → passes, ``xfail`` → fails).  Prints, per
 config and overall: tests run, agreement (agreeing / scored) and the disagreements clustered by
 direction and signature (the largest first, with an example id).  Configs that do not fit are
 listed with the missing path.  The baseline measured in the same run is "every test passes"
@@ -39,11 +39,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from test_specs.fidelity import agreement, clusters  # noqa: E402
-from test_specs.loader import load_spec  # noqa: E402
-from test_specs.runner import run_items  # noqa: E402
-from test_specs.source_rules import resolve  # noqa: E402
-from test_specs.upstream import collect  # noqa: E402
+from test_specs.authoring.fidelity import agreement, clusters  # noqa: E402
+from test_specs.format.loader import load_spec  # noqa: E402
+from test_specs.run.runner import run_items  # noqa: E402
+from test_specs.upstream.rules import resolve  # noqa: E402
+from test_specs.upstream.tree import collect  # noqa: E402
 
 
 def _configs_dir(arg: str | None) -> Path:

@@ -26,7 +26,7 @@ flaky in more runs than this within the window disables), ``RELAY_QUARANTINE_REE
 (150) and ``RELAY_QUARANTINE_REENABLE_DAYS`` (7): PyTorch HUD's thresholds.
 
 Selection: ``RELAY_UPSTREAM_CHECKOUT`` (a PyTorch checkout: a changed native file without a
-patch is attributed to the kernels it defines at the change's head, ``selection.native``).
+patch is attributed to the kernels it defines at the change's head, ``selection.attribution.native``).
 
 Webhook runs: ``RELAY_SPECS`` (spec files or directories, comma-separated; default the bundled
 specs in ``test_specs/specs``).

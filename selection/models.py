@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from test_specs.modes import Mode
+from test_specs.values.modes import Mode
 
 FileStatus = Literal["added", "removed", "modified", "renamed", "copied", "changed", "unchanged"]
 

@@ -13,22 +13,22 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from selection.attribution import OpCatalog
-from selection.budget import apply_budget
-from selection.classify import Classify
-from selection.index import TestOpIndex, cached_generators
-from selection.memory import Memory
+from selection.attribution.native import NativeDefinitions
+from selection.attribution.rules import OpCatalog
+from selection.attribution.source_map import SourceMap, installed_root
+from selection.index.op_index import TestOpIndex, cached_generators
+from selection.index.support import SupportAnswers
 from selection.models import ChangeSet, SelectedTest, Selection
-from selection.native import NativeDefinitions
-from selection.profile import BackendProfile, get_profile
-from selection.refine import Refine
-from selection.scope import Scope
-from selection.source_map import SourceMap, installed_root
+from selection.policy.profile import BackendProfile, get_profile
+from selection.policy.upgrade import resolve_mode
 from selection.stage import Candidate, Executor, SelectionState, run_stage
-from selection.support import SupportAnswers
-from selection.upgrade import resolve_mode
-from test_specs.items import SpecItem
-from test_specs.results import TestResult
+from selection.stages.budget import apply_budget
+from selection.stages.classify import Classify
+from selection.stages.memory import Memory
+from selection.stages.refine import Refine
+from selection.stages.scope import Scope
+from test_specs.values.items import SpecItem
+from test_specs.values.results import TestResult
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class Selector:
     ``source_root``: a PyTorch source tree (or site-packages) for the source map; default the
     installed torch.  ``index``/``generators``/``source_map``: prebuilt parts (benchmarks, tests);
     ``source_map=False`` disables it.  ``definitions``: which kernels native files define at a
-    commit of an upstream checkout (``selection.native.NativeDefinitions``).  Building captures
+    commit of an upstream checkout (``selection.attribution.native.NativeDefinitions``).  Building captures
     every uncached OpInfo item once (about 5 ms per item) and reads the source map once per version (about 3 s).
     """
 
@@ -86,7 +86,7 @@ class Selector:
             memory.positions(scope.kept_for(self._candidates, ops, modules))
 
     def initial_state(self, changeset: ChangeSet, mode: str = "auto") -> SelectionState:
-        """Every item as a candidate; ``mode`` is resolved by ``selection.upgrade.resolve_mode``."""
+        """Every item as a candidate; ``mode`` is resolved by ``selection.policy.upgrade.resolve_mode``."""
         return SelectionState(changeset=changeset, candidates=self._candidates,
                               universe=len(self.items), mode=resolve_mode(mode, changeset))
 
@@ -94,7 +94,7 @@ class Selector:
                      budget_minutes: float | None = None,
                      durations: dict[str, float] | None = None) -> SelectionState:
         """The state after stages 1–3 (candidates classified, stats recorded), cut to
-        ``budget_minutes`` of ``durations`` (seconds per id; ``selection.budget``) if given."""
+        ``budget_minutes`` of ``durations`` (seconds per id; ``selection.stages.budget``) if given."""
         state = self.initial_state(changeset, mode)
         for stage in self.stages:
             state = run_stage(stage, state)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from selection.models import ChangeSet, StageStats
-from test_specs.items import SpecItem
-from test_specs.modes import Mode
-from test_specs.results import TestResult
+from test_specs.values.items import SpecItem
+from test_specs.values.modes import Mode
+from test_specs.values.results import TestResult
 
 #: Runs the given item ids on the backend and returns one result per id (same order).
 Executor = Callable[[Sequence[str]], list[TestResult]]
@@ -44,7 +44,7 @@ class Signals:
     OpInfo subjects whose entry or sample inputs changed → reasons.  ``fail_soft``: test ids kept
     only because a signal was missing.  ``test_ops``: test id → aten ops it calls (the index).
     ``canaries``: test id → reason, for tests kept as a cross-section after a test-machinery
-    change in upgrade mode (``selection.upgrade``).
+    change in upgrade mode (``selection.policy.upgrade``).
     """
 
     op_impacts: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -52,7 +52,7 @@ class Signals:
     fail_soft: frozenset[str] = frozenset()
     test_ops: dict[str, list[str]] = field(default_factory=dict)
     canaries: dict[str, str] = field(default_factory=dict)
-    #: Spyre op support answers (``selection.support.SupportAnswers``), set by classify; ``None``:
+    #: Spyre op support answers (``selection.index.support.SupportAnswers``), set by classify; ``None``:
     #: heuristics ask ``spyre_backend.support`` themselves
     support: object | None = None
 
@@ -64,7 +64,7 @@ class SelectionState:
     ``candidates`` are the surviving tests; ``notes`` collects stage-level remarks (e.g. files
     that could not be attributed); ``results`` is empty until execution, then holds one result
     per executed candidate; ``proposals`` lists files with proposed spec edits (stage 4).
-    ``mode`` is ``"pr"`` or ``"upgrade"`` (``selection.upgrade``).  ``scope_reasons``: area →
+    ``mode`` is ``"pr"`` or ``"upgrade"`` (``selection.policy.upgrade``).  ``scope_reasons``: area →
     why scope kept it (added to a candidate's reasons only when it survives memory, so scope
     copies no candidate).  ``machinery``: changed test-machinery paths whose widening upgrade
     mode turned into canaries.

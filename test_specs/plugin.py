@@ -8,13 +8,13 @@ Load it explicitly (it is not auto-registered)::
 - Collection (pattern: pytest ``doc/en/example/nonpython``): any ``*.yaml``/``*.yml`` whose text
   contains ``test_suite_config`` is loaded and expanded (``expand.expand_spec``).
 - ``--spyre-select=FILE``: one item id per line; every other item is reported as deselected.
-- ``--spyre-modes=FILE``: the run's mode per item id (``test_specs.planned``, JSON): a selected
+- ``--spyre-modes=FILE``: the run's mode per item id (``test_specs.values.planned``, JSON): a selected
   item runs in that mode (e.g. stage 3's predicted ``xfail``) instead of its spec's.
 - ``--spyre-device=spyre|cpu`` (default ``spyre``; ``spyre`` imports ``spyre_backend``).
 - ``--spyre-dump-items=FILE``: after collection, one JSON line per selected item,
   ``{"nodeid", "item": SpecItem}`` (written whole, then renamed into place: xdist workers each
   write the same file).  Per-test records are pytest-reportlog's (``--report-log``), read by
-  ``test_specs.records``; JUnit XML (``--junitxml``) carries the same metadata as properties.
+  ``test_specs.reports.records``; JUnit XML (``--junitxml``) carries the same metadata as properties.
 - ``--spyre-hang-kill=SECONDS``: crash and hang containment under xdist (``containment``).
 - Mode (torch-spyre semantics): ``mandatory_success`` must pass; ``xfail`` → non-strict
   ``pytest.mark.xfail`` (fail = xfailed, pass = xpassed); ``xfail_strict`` → strict (pass =
@@ -22,8 +22,8 @@ Load it explicitly (it is not auto-registered)::
 - ``user_properties`` carry id/op/module/dtype/mode/upstream/reason/issue into JUnit XML.
 - ``path:`` entries carrying captured inputs (model-ops ``sample_inputs_func``, module tests
   ``module_path``) also yield one ``CapturedTestItem`` per captured call/module
-  (``test_specs.captured_run``): those formats run from the spec itself.
-- Upstream test files (source-tree mode) get their ``SpecItem`` from ``test_specs.upstream``;
+  (``test_specs.expand.captured_run``): those formats run from the spec itself.
+- Upstream test files (source-tree mode) get their ``SpecItem`` from ``test_specs.upstream.tree``;
   ``--spyre-select`` and ``--spyre-dump-items`` treat them like spec items (``spec_item_of``).
 """
 
@@ -36,11 +36,11 @@ from typing import Any
 
 import pytest
 
-from test_specs import containment
-from test_specs.items import SpecItem, Tolerance
-from test_specs.marks import apply_spec_item, set_mode
-from test_specs.planned import overridden, read_rules
-from test_specs.precedence import DEFAULT_TOLERANCE
+from test_specs.format.marks import apply_spec_item, set_mode
+from test_specs.format.precedence import DEFAULT_TOLERANCE
+from test_specs.reports import containment
+from test_specs.values.items import SpecItem, Tolerance
+from test_specs.values.planned import overridden, read_rules
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if containment.is_controller(config):
         return  # an xdist controller runs no test: no templates, no torch, no device
     # The templates import torch (~2 s of CPU): only processes that collect or run items pay it.
-    from test_specs.templates import load_extra_templates
+    from test_specs.templates.registry import load_extra_templates
 
     load_extra_templates()
     if config.getoption("--spyre-device") == "spyre":
@@ -129,10 +129,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def spec_item_of(item: pytest.Item) -> SpecItem | None:
     """The ``SpecItem`` behind a pytest item: a spec YAML item, or an upstream test given rules
-    by ``test_specs.upstream`` (source-tree mode); ``None`` for anything else."""
+    by ``test_specs.upstream.tree`` (source-tree mode); ``None`` for anything else."""
     if isinstance(item, SpecTestItem):
         return item.spec_item
-    from test_specs.upstream import SPEC_ITEM
+    from test_specs.upstream.tree import SPEC_ITEM
 
     return item.stash.get(SPEC_ITEM, None)
 
@@ -141,7 +141,7 @@ def _set_spec_item(item: pytest.Item, it: SpecItem) -> None:
     if isinstance(item, SpecTestItem):
         item.spec_item = it
     else:
-        from test_specs.upstream import SPEC_ITEM
+        from test_specs.upstream.tree import SPEC_ITEM
 
         item.stash[SPEC_ITEM] = it
 
@@ -150,14 +150,14 @@ class SpecFile(pytest.File):
     """A spec YAML file; yields one ``SpecTestItem`` per expanded ``SpecItem``."""
 
     def collect(self):  # type: ignore[override]
-        from test_specs.expand import expand_spec
-        from test_specs.loader import load_spec
+        from test_specs.expand.universe import expand_spec
+        from test_specs.format.loader import load_spec
 
         spec = load_spec(self.path)
         for it in expand_spec(spec):
             yield SpecTestItem.from_parent(self, name=it.id.split("::", 1)[1], spec_item=it)
         if any(f.path is not None for f in spec.config.files):
-            from test_specs.captured_run import captured_items
+            from test_specs.expand.captured_run import captured_items
 
             seed = spec.config.global_.input_config.seed
             for it, entry in captured_items(spec):
@@ -177,9 +177,9 @@ class SpecTestItem(pytest.Item):
     def runtest(self) -> None:
         import torch
 
-        from test_specs.expand import module_db, op_db
-        from test_specs.template_kit import fast_sample_inputs, sample_cap
-        from test_specs.templates import TEMPLATES
+        from test_specs.expand.universe import module_db, op_db
+        from test_specs.templates.kit import fast_sample_inputs, sample_cap
+        from test_specs.templates.registry import TEMPLATES
 
         it = self.spec_item
         template = TEMPLATES[it.template]
@@ -194,7 +194,7 @@ class SpecTestItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         it = self.spec_item
         head = f"{it.id}\n  upstream: {it.upstream}\n  tolerance: {it.tolerance}\n"
-        from test_specs.template_kit import TemplateFailure
+        from test_specs.templates.kit import TemplateFailure
 
         if isinstance(excinfo.value, TemplateFailure):
             return head + f"  {excinfo.value}"
@@ -207,14 +207,14 @@ class SpecTestItem(pytest.Item):
 
 class CapturedTestItem(SpecTestItem):
     """A captured op call (model-ops config) or module (module-tests config) of a spec, run on
-    the ``--spyre-device`` against the CPU (``test_specs.captured_run``)."""
+    the ``--spyre-device`` against the CPU (``test_specs.expand.captured_run``)."""
 
     def __init__(self, *, entry: Any, seed: int | None, **kw: Any) -> None:
         super().__init__(**kw)
         self.entry, self.seed = entry, seed
 
     def runtest(self) -> None:
-        from test_specs.captured_run import run_module, run_op
+        from test_specs.expand.captured_run import run_module, run_op
 
         it = self.spec_item
         tol = it.tolerance or DEFAULT_TOLERANCE.get(it.dtype, Tolerance(atol=0.0, rtol=0.0))

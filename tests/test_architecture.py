@@ -29,8 +29,26 @@ LAYERS: list[tuple[str, ...]] = [
     ("relay.envs",),
     ("relay.changes",),
     ("relay.domain", "relay.errors", "relay.retrying", "relay.logs"),
-    ("selection",),
-    ("test_specs",),
+    # selection: the orchestrator, the four stages, the heuristics stage 3 asks, the shared
+    # policies (areas, profile, canaries, upgrade mode), attribution, the index, the values
+    ("selection", "selection.pipeline"),
+    ("selection.stages",),
+    ("selection.heuristics",),
+    ("selection.policy",),
+    ("selection.attribution",),
+    ("selection.index",),
+    ("selection.models", "selection.stage"),
+    # test_specs: the pytest plugin, spec authoring tools, running items, expanding specs into
+    # items, source-tree mode, pytest's reports, templates, the format, the values
+    ("test_specs", "test_specs.plugin"),
+    ("test_specs.authoring",),
+    ("test_specs.run",),
+    ("test_specs.expand",),
+    ("test_specs.upstream",),
+    ("test_specs.reports",),
+    ("test_specs.templates",),
+    ("test_specs.format",),
+    ("test_specs.values",),
     ("spyre_backend",),
 ]
 

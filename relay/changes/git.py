@@ -51,7 +51,7 @@ def git_output(checkout: str | Path, *args: str, error: type[Exception], label: 
 def file_reader(checkout: str | Path):
     """``read(commit, path)`` → the text of ``path`` at ``commit`` in ``checkout`` (``git show``),
     or ``None`` when the commit or path does not exist there or git cannot run — the shape
-    ``selection.native.SourceReader`` asks for (kernels a native file defines at a commit)."""
+    ``selection.attribution.native.SourceReader`` asks for (kernels a native file defines at a commit)."""
 
     def read(commit: str, path: str) -> str | None:
         try:

@@ -23,7 +23,7 @@ from relay.domain.verdicts import count
 from relay.pipeline.ports import Progress as PipelineProgress
 from relay.pipeline.request import RunOutcome
 from selection.models import Selection, StageStats
-from test_specs.results import OUTCOMES, TestResult
+from test_specs.values.results import OUTCOMES, TestResult
 
 
 class BarProgress(PipelineProgress):

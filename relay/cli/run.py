@@ -157,8 +157,8 @@ def specs_check(
     """Validate specs; print every error as file:line:col: message; exit 1 on any.  Warnings
     (file:line:col: warning: ..., e.g. dtypes the Spyre device refuses) never change the exit."""
     from relay.pipeline.specs import default_specs
-    from test_specs.check import check_specs
-    from test_specs.device_dtypes import dtype_warnings
+    from test_specs.authoring.check import check_specs
+    from test_specs.authoring.device_dtypes import dtype_warnings
 
     targets = spec_files_or_fail(paths) if paths else default_specs()
     errors = check_specs(targets, strict=strict)
@@ -185,7 +185,7 @@ def specs_apply(
     it does not apply (nothing changed) or a patched spec has errors."""
     from relay.errors import InputError
     from relay.pipeline.writeback import apply_proposal
-    from test_specs.check import check_specs
+    from test_specs.authoring.check import check_specs
 
     text = _proposal_text(proposal)
     try:

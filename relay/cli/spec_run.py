@@ -4,7 +4,7 @@ What torch-spyre's ``run_test.sh`` does for its configs: every test a spec names
 spec's rules, on the simulated device.  Items: the spec's ``source:`` entries (``op_db`` /
 ``module_db`` templates), its captured model-ops / module-tests entries, and — with
 ``--upstream`` (else ``$TORCH_ROOT``) — the upstream test files of its ``path:`` entries
-(source-tree mode, ``test_specs.upstream``).  A path matching no file and a name matching no
+(source-tree mode, ``test_specs.upstream.tree``).  A path matching no file and a name matching no
 test are printed as ``spec:line:col: warning: ...`` (``--strict``: errors, exit 2).
 
 Output: a progress bar with the running totals (stderr), the JUnit XML of the run (``--junit``,
@@ -36,14 +36,14 @@ from relay.cli.common import app, err, fail, spec_files_or_fail
 
 def _items(specs: list[Path], upstream: Path | None, strict: bool) -> tuple[list[str], list[str]]:
     """(item ids, diagnostics) of the specs; ends the command on a spec that does not expand."""
-    from test_specs.expand import expand
-    from test_specs.loader import SpecLoadError
+    from test_specs.expand.universe import expand
+    from test_specs.format.loader import SpecLoadError
 
     problems: list[str] = []
     try:
         ids = [it.id for it in expand(specs)]
         if upstream is not None:
-            from test_specs.upstream import collect
+            from test_specs.upstream.tree import collect
 
             up, problems = collect(specs, upstream, strict=strict)
             ids += [it.id for it in up]
@@ -78,8 +78,8 @@ def run_specs(
 ) -> None:
     """Run whole specs without selection; progress, JUnit XML and a summary with counts."""
     from relay.cli.render import BarProgress
-    from test_specs.results import BAD_OUTCOMES, OUTCOMES
-    from test_specs.runner import run_items
+    from test_specs.run.runner import run_items
+    from test_specs.values.results import BAD_OUTCOMES, OUTCOMES
 
     specs = spec_files_or_fail(spec) or []
     root = upstream if upstream is not None else (Path(os.environ["TORCH_ROOT"]) if os.environ.get("TORCH_ROOT")

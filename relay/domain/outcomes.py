@@ -1,7 +1,7 @@
 """Run-level rules on test outcomes: counts, conclusion, and which results count as bad.
 
 The outcome names and the bad / infra / passing sets are defined once, in
-``test_specs.results`` (the runner reports them); everything in ``relay`` asks here.
+``test_specs.values.results`` (the runner reports them); everything in ``relay`` asks here.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from test_specs.results import BAD_OUTCOMES, INFRA_OUTCOMES, OUTCOMES, PASSING_OUTCOMES, TestResult
+from test_specs.values.results import BAD_OUTCOMES, INFRA_OUTCOMES, OUTCOMES, PASSING_OUTCOMES, TestResult
 
 __all__ = ["BAD_OUTCOMES", "INFRA_OUTCOMES", "PASSING_OUTCOMES", "OUTCOMES", "Conclusion",
            "count_outcomes", "conclude", "bad_results"]

@@ -1,7 +1,7 @@
 """``RunResult``: one executed test as a run keeps it — the runner's ``TestResult`` plus its
 failure output, both bounded in size.
 
-``message`` is what the runner reports today (``test_specs.results.TestResult.message``: the
+``message`` is what the runner reports today (``test_specs.values.results.TestResult.message``: the
 first line of the failure, the crash or the skip reason).  ``detail`` is the failure output —
 the captured message and the traceback's tail — of a test that did not pass.  The runner does not
 report it yet (``TestResult`` has no such field); the moment it does, ``RunResult.of`` carries it
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["RunResult", "MESSAGE_MAX_CHARS", "DETAIL_MAX_CHARS", "bound_head", "bound_tail"]
 

@@ -2,7 +2,7 @@
 
 ``Run`` is what the store persists, what ``relay replay --json`` prints and what the dashboard
 JSON (``GET /api/v1/dashboard``) lists.  Stage and result shapes come from ``selection.models``
-and ``test_specs.results``.
+and ``test_specs.values.results``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from relay.domain.outcomes import Conclusion, conclude, count_outcomes
 from relay.domain.results import RunResult
 from relay.domain.verdicts import VERDICTS, Verdict
 from selection.models import SelectedTest, StageStats
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 Trigger = Literal["replay", "webhook", "baseline", "bisect"]
 
@@ -31,7 +31,7 @@ class Run(BaseModel):
     runs — baselines, bisection rounds — and runs stored before it was kept); ``results`` one
     ``RunResult`` per executed item (``relay.domain.results``: a ``TestResult`` given here becomes
     one, with its failure ``detail``); ``counts`` the number of results per outcome (every outcome
-    in ``test_specs.results.OUTCOMES`` present, zero included): they add up to ``selected``.
+    in ``test_specs.values.results.OUTCOMES`` present, zero included): they add up to ``selected``.
     ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
     run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
     ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a

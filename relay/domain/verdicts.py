@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from relay.domain.flakiness import FlakyBy, QuarantineNote, TrunkResult, first_line, same_failure, trunk_flips
 from relay.domain.outcomes import BAD_OUTCOMES, INFRA_OUTCOMES
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["Verdict", "VerdictKind", "VERDICTS", "FLIP_THRESHOLD", "classify", "classify_all",
            "conclusion", "count"]

@@ -42,8 +42,8 @@ from relay.pipeline.specs import load_items
 from selection.models import ChangeSet
 from selection.pipeline import Selector, to_selection
 from selection.stage import SelectionState, run_stage
-from test_specs.items import SpecItem
-from test_specs.results import BAD_OUTCOMES, TestResult
+from test_specs.values.items import SpecItem
+from test_specs.values.results import BAD_OUTCOMES, TestResult
 
 __all__ = ["AuditRequest", "OutcomeChange", "AuditReport", "audit_change", "explain_drops", "sample",
            "normal_outcome", "not_collected"]
@@ -52,7 +52,7 @@ __all__ = ["AuditRequest", "OutcomeChange", "AuditReport", "audit_change", "expl
 @dataclass(frozen=True)
 class AuditRequest:
     """One change to audit: its environments, the selection mode (``auto``/``pr``/``upgrade``,
-    ``selection.upgrade.resolve_mode``) and an optional sample size ``limit`` (items)."""
+    ``selection.policy.upgrade.resolve_mode``) and an optional sample size ``limit`` (items)."""
 
     changeset: ChangeSet
     head_env: str

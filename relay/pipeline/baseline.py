@@ -19,7 +19,7 @@ from relay.domain.verdicts import Verdict, classify_all
 from relay.envs.environments import Environment, describe
 from relay.pipeline.ports import RunStore
 from selection.models import ChangeSet, StageStats
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["reuse", "baseline_run", "verdicts_for"]
 

@@ -1,7 +1,7 @@
 """Building the ``Selector`` with its index capture visible: a count with an ETA instead of
 minutes of silence on the first run (about 5 ms per OpInfo item: 8,200 items ≈ 1–5 min).
 
-``selection.index.TestOpIndex.build`` captures every uncached item in one call and reports
+``selection.index.op_index.TestOpIndex.build`` captures every uncached item in one call and reports
 nothing while it works.  ``capture_index`` uses only that public call: it loads the cache
 (``build`` of no items), then builds the missing items chunk by chunk — each call captures its
 chunk and saves the cache — and reports ``Progress.count`` after each chunk.  The price is one
@@ -22,10 +22,10 @@ from pathlib import Path
 
 from relay.changes.git import file_reader
 from relay.pipeline.ports import Progress
-from selection.index import TestOpIndex
-from selection.native import NativeDefinitions
+from selection.attribution.native import NativeDefinitions
+from selection.index.op_index import TestOpIndex
 from selection.pipeline import Selector
-from test_specs.items import SpecItem
+from test_specs.values.items import SpecItem
 
 __all__ = ["build_selector", "capture_index", "INDEX_LOCK", "MAX_CHUNKS", "CAPTURE"]
 
@@ -70,7 +70,7 @@ def build_selector(items: Sequence[SpecItem], *, profile: str, device: str = "sp
     with ``upstream_checkout`` (a PyTorch git checkout) native files without a patch are
     attributed to the kernels they define at the change's head (read with ``git show``,
     cached per commit in ``cache_dir``).
-    Raises ``KeyError`` for an unknown backend ``profile`` (``selection.profile``)."""
+    Raises ``KeyError`` for an unknown backend ``profile`` (``selection.policy.profile``)."""
     definitions = None
     if upstream_checkout is not None:
         definitions = NativeDefinitions(file_reader(upstream_checkout), cache_dir)

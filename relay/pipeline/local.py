@@ -1,7 +1,7 @@
 """``LocalExecutors``: run spec items in pytest subprocesses on this machine.
 
 The default ``ExecutorFactory`` (``relay.pipeline.ports``): each executor it makes runs its ids
-with ``test_specs.runner.run_items`` in a fresh attempt directory under its work directory
+with ``test_specs.run.runner.run_items`` in a fresh attempt directory under its work directory
 (``attempt-1``, ``attempt-2`` … for the run and stage 4's reruns), with the interpreter and
 variables of its environment and the run's mode per test (``relay.pipeline.modes``).
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 from relay.envs.environments import Environment
 from relay.pipeline.ports import Executor
 from relay.pipeline.request import RunConfig
-from test_specs.planned import ModeRule
-from test_specs.results import TestResult
-from test_specs.runner import run_items
+from test_specs.run.runner import run_items
+from test_specs.values.planned import ModeRule
+from test_specs.values.results import TestResult
 
 __all__ = ["LocalExecutors"]
 

@@ -1,6 +1,6 @@
 """The mode every execution of a run gives each test: stage 3's, not the spec's.
 
-``relay select`` prints each test's stage-3 mode (``selection.classify``); a run executes its
+``relay select`` prints each test's stage-3 mode (``selection.stages.classify``); a run executes its
 tests — head, baseline, stage 4's reruns, bisection rounds, on this machine or as Celery shards —
 with ``run_modes(selection)`` handed to the executors (``ports.ExecutorFactory(modes=...)``), so
 a test ``select`` predicts ``xfail`` (e.g. ``aten::_index_put_impl_`` has no Spyre kernel) is
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from selection.models import SelectedTest
-from test_specs.planned import ModeRule
+from test_specs.values.planned import ModeRule
 
 __all__ = ["run_modes"]
 
-#: Prefixes of the stage-3 reasons that decide a mode (``selection.classify``), most specific first.
+#: Prefixes of the stage-3 reasons that decide a mode (``selection.stages.classify``), most specific first.
 _MODE_REASONS = ("unsupported op:", "unsupported dtype:", "spec rule:")
 
 

@@ -24,8 +24,8 @@ from typing import Protocol
 from relay.domain.flakiness import QuarantineNote, TrunkResult
 from relay.domain.run import Run
 from relay.envs.environments import Environment
-from test_specs.planned import ModeRule
-from test_specs.results import TestResult
+from test_specs.values.planned import ModeRule
+from test_specs.values.results import TestResult
 
 __all__ = ["Executor", "ExecutorFactory", "RunStore", "ResultSink", "Progress", "Ports"]
 

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay.domain.run import Run, Trigger
 from relay.pipeline.modes import run_modes
 from selection.models import ChangeSet, Selection
-from test_specs.planned import ModeRule
-from test_specs.results import TestResult
+from test_specs.values.planned import ModeRule
+from test_specs.values.results import TestResult
 
 __all__ = ["RunRequest", "RunConfig", "RunPlan", "RunOutcome"]
 

@@ -36,7 +36,7 @@ from relay.pipeline.specs import load_items
 from relay.pipeline.writeback import write_proposal
 from selection.pipeline import refine, to_selection
 from selection.stage import SelectionState
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["run_change", "plan_run", "execute", "finish_run"]
 

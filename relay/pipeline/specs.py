@@ -7,14 +7,14 @@ from importlib import resources
 from pathlib import Path
 
 from relay.errors import SpecsInvalid
-from test_specs.items import SpecItem
+from test_specs.values.items import SpecItem
 
 __all__ = ["default_specs", "load_items"]
 
 
 def default_specs() -> list[Path]:
     """The spec files bundled in ``test_specs/specs``, sorted by name (as
-    ``test_specs.expand.spec_paths_default``, without importing the expansion and torch)."""
+    ``test_specs.expand.universe.spec_paths_default``, without importing the expansion and torch)."""
     return sorted(Path(str(resources.files("test_specs") / "specs")).glob("*.yaml"))
 
 
@@ -32,8 +32,8 @@ def load_items(spec_paths: Sequence[Path], upstream: Path | None = None, *,
         raise SpecsInvalid("; ".join(f"{m}: no such spec file" for m in missing))
 
     def expand_all() -> list[SpecItem]:
-        from test_specs.expand import expand  # imports op_db and torch: seconds
-        from test_specs.loader import SpecLoadError
+        from test_specs.expand.universe import expand  # imports op_db and torch: seconds
+        from test_specs.format.loader import SpecLoadError
 
         try:
             return list(expand(list(spec_paths), upstream=upstream))

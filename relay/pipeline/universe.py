@@ -21,9 +21,9 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from selection.cachefile import write_atomic
-from selection.index import torch_version
-from test_specs.items import SpecItem
+from selection.index.cachefile import write_atomic
+from selection.index.op_index import torch_version
+from test_specs.values.items import SpecItem
 
 __all__ = ["universe_key", "cached_universe"]
 

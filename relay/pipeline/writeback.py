@@ -1,8 +1,8 @@
 """A run's spec write-back: ``<run dir>/spec-proposal.patch``, a patch ``git apply`` accepts.
 
 After stage 4, every failure caused by an aten op the device cannot run (the backend's
-``spyre: aten::<op> ... not supported``; ``selection.refine.unsupported_op_of``) becomes a
-``test_specs.writeback.Proposal`` for its OpInfo in the spec file it came from (the item id's
+``spyre: aten::<op> ... not supported``; ``selection.stages.refine.unsupported_op_of``) becomes a
+``test_specs.authoring.writeback.Proposal`` for its OpInfo in the spec file it came from (the item id's
 suite is the spec's file stem).  ``write_proposal`` writes one patch for all spec files of the run:
 a plain-text header (which run, how to apply it, what was left out and why — ``git apply`` and
 ``patch`` skip text before the first ``diff --git``), then one ``diff --git`` section per spec.
@@ -20,9 +20,9 @@ from pathlib import Path
 
 from relay.changes.git import git_run
 from relay.errors import InputError
-from selection.refine import unsupported_op_of
-from test_specs.results import TestResult
-from test_specs.writeback import Proposal, SpecPatch, spec_patch
+from selection.stages.refine import unsupported_op_of
+from test_specs.authoring.writeback import Proposal, SpecPatch, spec_patch
+from test_specs.values.results import TestResult
 
 __all__ = ["PATCH_NAME", "proposals_of", "write_proposal", "patch_root", "apply_proposal", "ROOT_LINE"]
 

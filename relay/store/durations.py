@@ -1,8 +1,8 @@
 """Measured test durations: the median ``duration_ms`` of each test's stored results.
 
-What ``selection.budget.apply_budget`` cuts by (``relay replay`` / ``relay select
+What ``selection.stages.budget.apply_budget`` cuts by (``relay replay`` / ``relay select
 --budget-minutes``).  Fail soft: no database, table or driver means no durations (every test
-then costs ``selection.budget.DEFAULT_SECONDS``) and a warning; never raises.
+then costs ``selection.stages.budget.DEFAULT_SECONDS``) and a warning; never raises.
 """
 
 from __future__ import annotations

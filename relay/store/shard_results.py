@@ -18,7 +18,7 @@ from sqlalchemy import DateTime, Float, Integer, String, Text, UniqueConstraint,
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from relay.store.tables import Base, utcnow
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["ShardResultRecord", "record_results", "load_results", "recorded_ids"]
 

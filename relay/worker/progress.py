@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from relay.logs import delivery_log
 from relay.pipeline.ports import Progress
 from relay.store.progress import write_progress
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["DeliveryProgress"]
 

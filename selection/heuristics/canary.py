@@ -1,4 +1,4 @@
-"""A canary kept after a test-machinery change in upgrade mode (``selection.upgrade``)."""
+"""A canary kept after a test-machinery change in upgrade mode (``selection.policy.upgrade``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A test that calls an aten op the device has no kernel for is predicted to fail.
 
 Reads the Spyre support table (``spyre_backend.support``, or its cached answers in
-``Signals.support``: ``selection.support``); the prediction is a score, not a
+``Signals.support``: ``selection.index.support``); the prediction is a score, not a
 mode: the classifier turns it into ``xfail`` only when the spec did not decide already.
 """
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from relay.changes.git import file_reader
-from selection.attribution import OpCatalog, attribute
+from selection.attribution.native import NativeDefinitions
+from selection.attribution.rules import OpCatalog, attribute
+from selection.attribution.source_map import SourceMap
 from selection.models import ChangedFile
-from selection.native import NativeDefinitions
-from selection.source_map import SourceMap
 from tests.fakes.upstream_git import git
 
 YAML = """\

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from test_specs.template_kit import Template
-from test_specs.templates import register
+from test_specs.templates.kit import Template
+from test_specs.templates.registry import register
 
 
 def _sleep(op, dtype, device, tol):

@@ -11,7 +11,7 @@ from relay.store import create_schema, make_engine, make_session_factory
 from relay.store.shard_results import load_results, record_results, recorded_ids
 from relay.worker.celery.shards import plan_shards
 from relay.worker.celery.specs import SpecRefError, materialize, spec_refs
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 
 def _r(i: int, outcome: str = "passed") -> TestResult:
@@ -54,7 +54,7 @@ def test_empty_run_key_is_refused(session_factory) -> None:
 
 
 def test_spec_refs_travel_without_a_shared_disk(tmp_path: Path) -> None:
-    from test_specs.expand import spec_paths_default
+    from test_specs.expand.universe import spec_paths_default
 
     own = tmp_path / "mine.yaml"
     own.write_text("test_suite_config: {files: []}\n")

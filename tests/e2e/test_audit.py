@@ -82,7 +82,7 @@ def test_a_test_not_collected_on_one_side_is_no_outcome_change(tmp_path: Path, s
     from relay.changes.inputs import read_change
     from relay.pipeline.audit import AuditRequest, audit_change
     from relay.pipeline.request import RunConfig
-    from test_specs.results import TestResult
+    from test_specs.values.results import TestResult
 
     gone = "aud::TestCommon::test_compare_cpu[add-float16]"
 

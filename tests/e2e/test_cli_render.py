@@ -9,7 +9,7 @@ from rich.console import Console
 
 from relay.cli.render import NAMED, BarProgress, print_named
 from relay.domain.verdicts import Verdict
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 from tests.fakes.runs import make_run
 
 

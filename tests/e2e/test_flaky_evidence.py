@@ -34,7 +34,7 @@ MAIN = "refs/heads/main"
 SOFTMAX = "flk::TestCommon::test_compare_cpu[softmax-float16]"
 RAISE_ENV = "current+faults=aten::_softmax:raise"
 FLAKY_ENV = "current+faults=aten::_softmax:flaky=0.5"
-ATTEMPTS = 3  # the runner's 1 + 2 reruns (test_specs.runner, PyTorch CI's convention)
+ATTEMPTS = 3  # the runner's 1 + 2 reruns (test_specs.run.runner, PyTorch CI's convention)
 
 
 class StoreSink:

@@ -1,7 +1,7 @@
 """``relay replay`` with a flaky simulated fault on head: FLAKY verdicts, not a wall of NEW.
 
 ``aten::_softmax:flaky=0.2`` fails a test attempt with probability 0.2 (``spyre_backend.faults``);
-with the runner's 2 reruns (``test_specs.runner``, PyTorch CI's convention) a softmax test is
+with the runner's 2 reruns (``test_specs.run.runner``, PyTorch CI's convention) a softmax test is
 FLAKY with probability 0.2·0.8 + 0.2²·0.8 ≈ 0.19 and NEW (failed all three attempts) with
 0.2³ = 0.008.  The spec has 18 tests that call ``aten::_softmax`` (4 OpInfos × 3 templates ×
 fp16/fp32, less those the templates do not apply to), so about 3.5 of them are FLAKY.
@@ -21,7 +21,7 @@ import pytest
 from tests.e2e.test_replay_cli import relay
 
 FAULT = "aten::_softmax:flaky=0.2"
-RERUNS = 2  # test_specs.runner.run_items' default, which the replay uses
+RERUNS = 2  # test_specs.run.runner.run_items' default, which the replay uses
 SOFTMAX_OPS = ["softmax", "nn.functional.softmin", "masked.softmax", "masked.softmin"]  # call aten::_softmax
 OTHER_OPS = ["log_softmax", "mul", "add"]  # aten::_log_softmax, aten::mul, aten::add: never faulted
 DEFAULT_SEED = "1"

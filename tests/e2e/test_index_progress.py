@@ -11,7 +11,7 @@ from relay.pipeline import indexing
 from relay.pipeline.indexing import CAPTURE, build_selector, capture_index
 from relay.pipeline.ports import Progress
 from relay.pipeline.specs import load_items
-from selection.index import TestOpIndex
+from selection.index.op_index import TestOpIndex
 
 
 class Counts(Progress):

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from relay.domain.run import Run
 from selection.models import ChangeSet, StageStats
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 __all__ = ["make_run", "run_from_changeset"]
 

@@ -16,7 +16,7 @@ from relay.store import save_run
 from relay.store.quarantine import QuarantineRecord
 from relay.store.regression import VerdictRecord
 from relay.store.tables import DeliveryRecord
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 from tests.fakes.github import FakeGitHub
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from relay.pipeline.audit import AuditReport, OutcomeChange, explain_drops, normal_outcome, sample
-from selection.index import TestOpIndex
+from selection.index.op_index import TestOpIndex
 from selection.models import ChangeSet
 from selection.pipeline import Selector
 from tests.selection.conftest import item

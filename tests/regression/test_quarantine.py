@@ -17,7 +17,7 @@ from relay.github.client import GitHubClient
 from relay.quarantine.policy import evaluate
 from relay.settings import Settings
 from relay.store.tables import DeliveryRecord
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 from tests.regression.quarantine_support import MAIN, NOW, REPO, TITLE, Runs, T, posts, records, settings_for
 
 

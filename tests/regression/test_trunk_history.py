@@ -16,7 +16,7 @@ from relay.store.regression import trunk_history
 from relay.store.run_store import SqlRunStore
 from relay.store.runs import load_run
 from relay.store.tables import DeliveryRecord
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 T = "ops::TestCommon::test_compare_cpu[softmax-float16]"
 MAIN = "refs/heads/main"

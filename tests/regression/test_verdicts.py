@@ -11,7 +11,7 @@ from relay.domain.flakiness import (
     trunk_flips,
 )
 from relay.domain.verdicts import classify, classify_all, conclusion, count
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 BOOM = "RuntimeError: spyre: injected flaky fault: aten::_softmax failed on the device"
 OTHER = "AssertionError: Tensor-likes are not close!"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from selection.attribution import OpCatalog
-from selection.index import TestOpIndex
-from test_specs.items import SpecItem, make_item_id
+from selection.attribution.rules import OpCatalog
+from selection.index.op_index import TestOpIndex
+from test_specs.values.items import SpecItem, make_item_id
 
 UPSTREAM = "test/test_ops.py::TestCommon::test_compare_cpu"
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.attribution import OpCatalog, attribute, attribute_all
-from selection.index import TestOpIndex
-from selection.memory import BROAD_SUBJECTS, Memory
+from selection.attribution.native_families import NATIVE_FAMILIES
+from selection.attribution.rules import OpCatalog, attribute, attribute_all
+from selection.attribution.source_map import SourceMap
+from selection.index.op_index import TestOpIndex
 from selection.models import ChangedFile, ChangeSet
-from selection.native_families import NATIVE_FAMILIES
-from selection.profile import SPYRE_SIM
-from selection.scope import Scope
-from selection.source_map import SourceMap
+from selection.policy.profile import SPYRE_SIM
 from selection.stage import Candidate, SelectionState
-from test_specs.items import SpecItem, make_item_id
+from selection.stages.memory import BROAD_SUBJECTS, Memory
+from selection.stages.scope import Scope
+from test_specs.values.items import SpecItem, make_item_id
 
 TEMPLATES = ("TestCommon::test_out", "TestCommon::test_compare_cpu")
 DTYPES = ("float16", "float32")

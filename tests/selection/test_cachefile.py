@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from selection.cachefile import write_atomic
+from selection.index.cachefile import write_atomic
 
 
 def test_concurrent_writers_of_one_cache_file_never_fail_and_leave_one_whole_file(tmp_path) -> None:

@@ -3,7 +3,7 @@ family's ops taking turns over the pairs, so the same count of canaries covers m
 
 from __future__ import annotations
 
-from selection.canary import FAMILIES, family_canaries
+from selection.policy.canary import FAMILIES, family_canaries
 from selection.stage import Candidate
 from tests.selection.conftest import item
 

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import selection.index as index_mod
-from selection.attribution import OpCatalog
-from selection.index import TestOpIndex
-from selection.memory import Memory
+import selection.index.op_index as index_mod
+from selection.attribution.rules import OpCatalog
+from selection.index.op_index import TestOpIndex
 from selection.models import ChangedFile, ChangeSet
 from selection.stage import Candidate, SelectionState
+from selection.stages.memory import Memory
 from tests.selection.conftest import item
 from tests.spec_text import compare_cpu_spec
 

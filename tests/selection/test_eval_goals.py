@@ -6,7 +6,7 @@ import importlib.util
 from collections import Counter
 from pathlib import Path
 
-from selection.index import TestOpIndex
+from selection.index.op_index import TestOpIndex
 from selection.pipeline import Selector
 from tests.selection.conftest import item
 

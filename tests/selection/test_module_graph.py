@@ -8,10 +8,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from selection.attribution import OpCatalog, attribute
+from selection.attribution.module_graph import callers, dependents, module_graph, read_classes
+from selection.attribution.rules import OpCatalog, attribute
+from selection.attribution.source_map import SourceMap
 from selection.models import ChangedFile
-from selection.module_graph import callers, dependents, module_graph, read_classes
-from selection.source_map import SourceMap
 
 LINEAR_PY = '''\
 class Linear(Module):

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from selection.attribution import OpCatalog, attribute, functional_key
-from selection.index import TestOpIndex
-from selection.memory import Memory
+from selection.attribution.rules import OpCatalog, attribute, functional_key
+from selection.attribution.source_map import SourceMap
+from selection.index.module_capture import capture_module_ops
+from selection.index.op_index import TestOpIndex
 from selection.models import ChangedFile, ChangeSet
-from selection.module_capture import capture_module_ops
-from selection.profile import SPYRE_SIM
-from selection.scope import Scope
-from selection.source_map import SourceMap
+from selection.policy.profile import SPYRE_SIM
 from selection.stage import Candidate, SelectionState
+from selection.stages.memory import Memory
+from selection.stages.scope import Scope
 from tests.selection.conftest import item
 
 LINEAR_PY = '''\

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from selection.attribution import OpCatalog, attribute
+from selection.attribution.native import KernelNames, NativeDefinitions, camel_words, patch_names
+from selection.attribution.rules import OpCatalog, attribute
+from selection.attribution.source_map import SourceMap, installed_root, parse_derivatives
 from selection.models import ChangedFile
-from selection.native import KernelNames, NativeDefinitions, camel_words, patch_names
-from selection.source_map import SourceMap, installed_root, parse_derivatives
 
 NATIVE = "aten/src/ATen/native/"
 
@@ -133,7 +133,7 @@ def test_kernels_a_file_defines_at_a_commit_are_read_once_and_cached(real_map, t
 
 
 def test_a_changed_tensor_method_names_its_op_and_a_reflected_operator_its_base_op() -> None:
-    from selection.attribution import method_keys
+    from selection.attribution.rules import method_keys
 
     assert method_keys("Tensor.__rsub__") == ["rsub", "sub"] and method_keys("softmax") == []
     catalog = OpCatalog(aten_ops=frozenset({"aten::sub", "aten::rsub", "aten::add"}),

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import test_specs.expand
+import test_specs.expand.universe
 from relay.pipeline.specs import load_items
 from relay.pipeline.universe import universe_key
-from selection.support import SupportAnswers
+from selection.index.support import SupportAnswers
 
 SPEC = """\
 test_suite_config:
@@ -35,7 +35,7 @@ def test_the_universe_is_expanded_once_then_read_from_the_cache(tmp_path: Path, 
     def no_expansion(*args, **kwargs):
         raise AssertionError("expanded again although the universe is cached")
 
-    monkeypatch.setattr(test_specs.expand, "expand", no_expansion)
+    monkeypatch.setattr(test_specs.expand.universe, "expand", no_expansion)
     assert load_items([spec], cache_dir=tmp_path / "cache") == first
     key = universe_key([spec])
     spec.write_text(SPEC.replace("{name: mul}", "{name: sub}"))  # another spec: another key

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from selection.attribution import OpCatalog, attribute
+from selection.attribution.rules import OpCatalog, attribute
+from selection.attribution.source_map import (
+    SourceMap,
+    called_ops,
+    decorated_ops,
+    native_file_ops,
+    parse_native_functions,
+)
 from selection.models import ChangedFile
-from selection.source_map import SourceMap, called_ops, decorated_ops, native_file_ops, parse_native_functions
 
 YAML = """\
 - func: _softmax(Tensor self, int dim, bool half_to_float) -> Tensor
@@ -134,7 +140,7 @@ def test_native_functions_by_torchgen_keeps_the_rest_of_a_newer_file(caplog):
     """An entry the installed torchgen rejects (a tag from a newer PyTorch) is skipped with a
     warning; the other entries still map, and text that is not YAML is a ValueError."""
     text = YAML + "\n- func: brand_new(Tensor self) -> Tensor\n  tags: tag_from_the_future\n"
-    with caplog.at_level("WARNING", logger="selection.source_map"):
+    with caplog.at_level("WARNING", logger="selection.attribution.source_map"):
         k = parse_native_functions(text)
     assert "brand_new" not in k and k["softmax_cpu_out"] == ["aten::_softmax"]
     assert "rejected 1 entries" in caplog.text

@@ -2,15 +2,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.classify import Classify
 from selection.heuristics.interface import Heuristic
-from selection.memory import Memory
 from selection.models import ChangedFile, ChangeSet
 from selection.pipeline import refine, to_selection
-from selection.profile import SPYRE_SIM
-from selection.scope import Scope, areas_of
+from selection.policy.areas import areas_of
+from selection.policy.profile import SPYRE_SIM
 from selection.stage import Candidate, SelectionState, run_stage
-from test_specs.results import TestResult
+from selection.stages.classify import Classify
+from selection.stages.memory import Memory
+from selection.stages.scope import Scope
+from test_specs.values.results import TestResult
 
 
 def state_for(universe, *files: ChangedFile) -> SelectionState:
@@ -177,7 +178,7 @@ def test_opinfo_core_change_selects_one_canary_per_family(universe, index, catal
 def test_patch_hunks_give_symbols(universe, index, catalog):
     patch = ("@@ -10,6 +10,7 @@ def softmax(a, dim):\n     x = 1\n-    return a\n+    return a * 1\n"
              "@@ -40,3 +41,3 @@ def other():\n+def mul(a, b):\n+    return a\n")
-    from selection.patch_symbols import symbols_from_patch
+    from selection.attribution.patch_symbols import symbols_from_patch
 
     assert symbols_from_patch(patch) == ["mul", "softmax"]
     f = ChangedFile(filename="torch/_refs/__init__.py", patch=patch)
@@ -189,7 +190,7 @@ def test_areas_of_is_first_matching_rule_over_the_real_release_paths():
     import json
     from fnmatch import fnmatchcase
 
-    from selection.scope import RULES
+    from selection.policy.areas import RULES
 
     data = json.loads((Path(__file__).resolve().parents[2] / "examples/changes/torch-2.13.0..2.14.1.json").read_text())
     for f in data["files"]:

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from relay.store.durations import durations_from_db
-from selection.budget import DEFAULT_SECONDS, apply_budget
-from selection.classify import Classify
-from selection.memory import Memory
 from selection.models import ChangedFile, ChangeSet
 from selection.pipeline import Selector, to_selection
-from selection.profile import SPYRE_SIM
-from selection.scope import Scope
+from selection.policy.profile import SPYRE_SIM
+from selection.policy.upgrade import canaries, resolve_mode
 from selection.stage import Candidate, SelectionState, run_stage
-from selection.upgrade import canaries, resolve_mode
+from selection.stages.budget import DEFAULT_SECONDS, apply_budget
+from selection.stages.classify import Classify
+from selection.stages.memory import Memory
+from selection.stages.scope import Scope
 
 COMPARISON = ChangedFile(filename="torch/testing/_comparison.py", symbols=["TensorLikePair"])
 SOFTMAX_ENTRY = ChangedFile(filename="torch/testing/_internal/common_methods_invocations.py",

@@ -8,7 +8,7 @@ import time
 
 from relay.store.progress import progress_for
 from relay.worker.progress import DeliveryProgress
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 
 
 def _result(i: int, outcome: str) -> TestResult:

@@ -19,7 +19,7 @@ from relay.store import insert_delivery, mark_delivery, save_run
 from relay.store.progress import write_progress
 from relay.store.tables import utcnow
 from selection.models import SelectedTest
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 from tests.fakes.github import pull_request_payload, push_payload
 from tests.fakes.runs import make_run
 

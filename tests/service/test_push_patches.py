@@ -13,10 +13,10 @@ import relay.worker.delivery
 from relay.github.client import GitHubClient
 from relay.github.compare import COMPARE_FILES_CAP, changeset_from_compare, merge_commit_files
 from relay.settings import Settings
-from selection.index import TestOpIndex
+from selection.index.op_index import TestOpIndex
 from selection.models import ChangedFile, ChangeSet
 from selection.pipeline import Selector
-from test_specs.items import SpecItem, make_item_id
+from test_specs.values.items import SpecItem, make_item_id
 from tests.fakes.github import pull_request_payload, push_payload
 from tests.fakes.runs import run_from_changeset
 from tests.service.conftest import SECRET

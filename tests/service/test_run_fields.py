@@ -10,7 +10,7 @@ from relay.domain.results import DETAIL_MAX_CHARS, MESSAGE_MAX_CHARS, RunResult
 from relay.domain.run import Run
 from relay.store import load_run, save_run
 from selection.models import SelectedTest
-from test_specs.results import TestResult
+from test_specs.values.results import TestResult
 from tests.fakes.runs import make_run
 
 TRACEBACK = "Traceback (most recent call last):\n" + "".join(
@@ -19,7 +19,7 @@ TRACEBACK = "Traceback (most recent call last):\n" + "".join(
 
 
 class RunnerResultWithDetail(TestResult):
-    """What ``test_specs.results.TestResult`` becomes once the runner reports the failure
+    """What ``test_specs.values.results.TestResult`` becomes once the runner reports the failure
     output: the same model plus ``detail``."""
 
     detail: str | None = None

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.captured_run import captured_items, resolve_callable
-from test_specs.loader import load_spec
+from test_specs.expand.captured_run import captured_items, resolve_callable
+from test_specs.format.loader import load_spec
 
 SPEC = """test_suite_config:
   global:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.check import check_specs
-from test_specs.dtypes import ALIASES, DTYPE_NAMES
-from test_specs.loader import load_spec
+from test_specs.authoring.check import check_specs
+from test_specs.format.loader import load_spec
+from test_specs.values.dtypes import ALIASES, DTYPE_NAMES
 
 CONFIGS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "torch-spyre-configs"
 REAL = sorted(CONFIGS.glob("*.yaml")) if CONFIGS.is_dir() else []

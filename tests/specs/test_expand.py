@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.expand import UPSTREAM_ISSUE, expand, spec_paths_default
-from test_specs.items import Tolerance, make_item_id
-from test_specs.precedence import DEFAULT_TOLERANCE, effective_dtypes, effective_mode, effective_tolerance
-from test_specs.schema import Precision
+from test_specs.expand.universe import UPSTREAM_ISSUE, expand, spec_paths_default
+from test_specs.format.precedence import DEFAULT_TOLERANCE, effective_dtypes, effective_mode, effective_tolerance
+from test_specs.format.schema import Precision
+from test_specs.values.items import Tolerance, make_item_id
 
 OPS = {"float16", "bfloat16", "float32", "float64"}
 
@@ -198,7 +198,7 @@ def test_module_db_source_exact_names_applies_and_sample_cap(tmp_path: Path) -> 
 
 
 def test_semantic_errors_for_modules(tmp_path: Path) -> None:
-    from test_specs.check import check_specs
+    from test_specs.authoring.check import check_specs
 
     p = tmp_path / "bad.yaml"
     p.write_text(MODULE_SPEC.replace("nn.ReLU", "nn.NoSuchModule")

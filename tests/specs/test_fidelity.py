@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from test_specs.fidelity import SIM_FAILS, SIM_PASSES, agreement, clusters
-from test_specs.results import TestResult
+from test_specs.authoring.fidelity import SIM_FAILS, SIM_PASSES, agreement, clusters
+from test_specs.values.results import TestResult
 
 
 def _r(i: int, mode: str, outcome: str, message: str | None = None, upstream: str = "t.py::T::test_a") -> TestResult:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.check import check_specs
-from test_specs.loader import SpecError, SpecLoadError, load_spec
-from test_specs.yamlmarks import load_yaml
+from test_specs.authoring.check import check_specs
+from test_specs.format.loader import SpecError, SpecLoadError, load_spec
+from test_specs.format.yamlmarks import load_yaml
 
 
 def test_marks_map_paths_to_lines_and_columns() -> None:
@@ -107,7 +107,7 @@ def test_not_a_spec(tmp_path: Path) -> None:
 
 
 def test_alias_bomb_recursive_alias_and_binary_files_are_errors(tmp_path):
-    from test_specs.check import check_specs
+    from test_specs.authoring.check import check_specs
 
     (tmp_path / "rec.yaml").write_text("a: &x [*x]\n")
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00")

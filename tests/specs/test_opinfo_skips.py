@@ -12,9 +12,9 @@ from torch.testing._internal.common_device_type import onlyCUDA
 from torch.testing._internal.common_device_type import skipIf as device_skip_if
 from torch.testing._internal.opinfo.core import DecorateInfo
 
-from test_specs import expand as expand_mod
-from test_specs.expand import UPSTREAM_ISSUE, expand
-from test_specs.opinfo_skips import split_upstream, upstream_mark
+from test_specs.expand import universe as expand_mod
+from test_specs.expand.opinfo_skips import split_upstream, upstream_mark
+from test_specs.expand.universe import UPSTREAM_ISSUE, expand
 
 NC = "test/test_ops.py::TestCommon::test_noncontiguous_samples"
 OUT = "test/test_ops.py::TestCommon::test_out"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import test_specs.plugin  # noqa: F401
-from test_specs.expand import op_db
-from test_specs.records import ReportLog, read_items
+from test_specs.expand.universe import op_db
+from test_specs.reports.records import ReportLog, read_items
 
 pytest_plugins = ["pytester"]
 
@@ -57,7 +57,7 @@ def test_plugin_collects_runs_and_reports(pytester: pytest.Pytester, fault_templ
     assert "neg [float32] sample 0: planted failure (max abs error 1, max rel error 0.5)" in out
     assert "upstream: tests/fixtures/fault_templates.py::test_fail" in out
     assert "def _fail" not in out
-    # the per-test records (pytest-reportlog, read by test_specs.records) and the items file
+    # the per-test records (pytest-reportlog, read by test_specs.reports.records) and the items file
     assert len(read_items(items)) == 3
     done = {res.id: res for res in ReportLog(reportlog, items).poll()}
     assert done["tiny::TestCommon::test_compare_cpu[add-float32]"].outcome == "passed"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_specs.records import ReportLog
-from test_specs.results import OUTCOMES, TestResult
-from test_specs.runner import run_items, shard_split
+from test_specs.reports.records import ReportLog
+from test_specs.run.runner import run_items, shard_split
+from test_specs.values.results import OUTCOMES, TestResult
 
 TINY = "tiny_spec"
 
@@ -100,7 +100,7 @@ def test_device_crash_via_sim_faults_and_timeout(fixtures: Path, fault_templates
     import pytest
 
     pytest.importorskip("spyre_backend")
-    from test_specs.expand import spec_paths_default
+    from test_specs.expand.universe import spec_paths_default
 
     core = [p for p in spec_paths_default() if p.stem == "opinfo_core"]  # the small default spec
 
@@ -120,7 +120,7 @@ def test_exit_without_signal_and_uninterruptible_hang(fixtures: Path, fault_temp
     """``os._exit`` in a test is ``crashed`` with its exit code; a hang pytest-timeout cannot
     interrupt (SIGALRM blocked) is ended by the watchdog ``timeout_s + HANG_GRACE_S`` after it
     started and is ``timed_out``; the other tests of the run still run."""
-    from test_specs import runner
+    from test_specs.run import runner
 
     monkeypatch.setattr(runner, "HANG_GRACE_S", 2.0)
     ids = [f"{TINY}::TestFault::test_exit[exp-float32]", f"{TINY}::TestFault::test_hang_hard[cos-float32]",
@@ -133,7 +133,7 @@ def test_exit_without_signal_and_uninterruptible_hang(fixtures: Path, fault_temp
 
 
 def test_generate_maps_measured_outcomes_to_justified_modes() -> None:
-    from test_specs.generate import build, cause
+    from test_specs.authoring.generate import build, cause
 
     mode, reason, issue = cause("failed", "add [float16] sample 0: device raised SpyreUnsupportedOpError: "
                                 "spyre: aten::resize_ is not supported on Spyre: no resize", "TestCommon::test_out")
@@ -165,7 +165,7 @@ def test_pytest_processes_do_not_outlive_the_runner_process(fixtures: Path, faul
     hang = f"{TINY}::TestFault::test_hang[mul-float32]"
     script = f"""
 import pathlib, threading, time
-from test_specs.runner import run_items
+from test_specs.run.runner import run_items
 work = pathlib.Path({str(work)!r})
 threading.Thread(target=run_items, daemon=True, args=([{hang!r}], [{str(fixtures / "tiny_spec.yaml")!r}]),
                  kwargs=dict(workdir=work, device="cpu", timeout_s=600, reruns=0,
@@ -182,7 +182,7 @@ time.sleep(2)  # pytest is running the hanging test; now leave as a server does
 
 
 def test_failure_output_keeps_the_crash_message_and_traceback_lines() -> None:
-    from test_specs.records import failure_output
+    from test_specs.reports.records import failure_output
 
     failed = {"outcome": "failed", "when": "call", "longrepr": {
         "reprcrash": {"message": "AssertionError: max abs error 0.5 > atol 0.001"},
@@ -199,7 +199,7 @@ def test_run_modes_override_the_spec_modes_in_every_record(fixtures: Path, fault
     """``modes`` (stage 3's classification) decides how an item runs: the spec's xfail item run
     as mandatory_success fails; a must-pass item predicted xfail that passes is xpassed; an id
     without a rule keeps its spec mode.  Results, JUnit properties and the items file agree."""
-    from test_specs.planned import ModeRule
+    from test_specs.values.planned import ModeRule
 
     fail, add = f"{TINY}::TestFault::test_fail[abs-float32]", f"{TINY}::TestCommon::test_compare_cpu[add-float32]"
     flaky = f"{TINY}::TestFault::test_flaky[sub-float32]"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.source_rules import device_root, name_matches, substitute
-from test_specs.upstream import collect
+from test_specs.upstream.rules import device_root, name_matches, substitute
+from test_specs.upstream.tree import collect
 
 FAKE_UNARY = '''
 import torch

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from test_specs.expand import module_db, op_db
-from test_specs.precedence import DEFAULT_TOLERANCE
-from test_specs.template_kit import TemplateFailure, capped, fast_sample_inputs, sample_cap
-from test_specs.templates import TEMPLATES
+from test_specs.expand.universe import module_db, op_db
+from test_specs.format.precedence import DEFAULT_TOLERANCE
+from test_specs.templates.kit import TemplateFailure, capped, fast_sample_inputs, sample_cap
+from test_specs.templates.registry import TEMPLATES
 
 OP_TEMPLATES = ["TestCommon::test_compare_cpu", "TestCommon::test_noncontiguous_samples", "TestCommon::test_out",
                 "TestCommon::test_variant_consistency_eager", "TestCommon::test_numpy_ref"]
@@ -56,7 +56,7 @@ def test_module_templates_pass_for_linear(template: str, device: str) -> None:
 
 def test_module_backward_detects_a_wrong_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
     """A device whose Linear backward is off by a factor is caught (checked on 'cpu' by patching)."""
-    from test_specs import module_templates
+    from test_specs.templates import modules as module_templates
 
     real = module_templates._run
     calls = {"n": 0}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.source_rules import parse_variant as _parse
-from test_specs.source_rules import resolve
+from test_specs.upstream.rules import parse_variant as _parse
+from test_specs.upstream.rules import resolve
 
 FAKE_TEST = '''
 import torch
@@ -118,8 +118,8 @@ def test_parse_uses_instantiate_test_metadata() -> None:
 
 
 def test_expand_and_run_upstream_file(fake_tree: tuple[Path, Path], tmp_path: Path) -> None:
-    from test_specs.expand import expand
-    from test_specs.runner import run_items
+    from test_specs.expand.universe import expand
+    from test_specs.run.runner import run_items
 
     root, spec = fake_tree
     items = {it.id.split("::", 3)[-1]: it for it in expand([spec], upstream=root)}

@@ -1,4 +1,4 @@
-"""``test_specs.writeback``: proposals become a unified diff that ``git apply`` accepts, written
+"""``test_specs.authoring.writeback``: proposals become a unified diff that ``git apply`` accepts, written
 into the spec as it is — every original line kept, in order — for each layout of
 ``global.supported_ops``; a proposal that would change which items the spec has is left out."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from test_specs.expand import expand_spec
-from test_specs.loader import load_spec
-from test_specs.writeback import Proposal, spec_patch
+from test_specs.authoring.writeback import Proposal, spec_patch
+from test_specs.expand.universe import expand_spec
+from test_specs.format.loader import load_spec
 from tests.spec_text import compare_cpu_spec
 
 HEAD = compare_cpu_spec(["add", "mul", "sub", "neg"], dtypes=None)

@@ -9,8 +9,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from relay.cli import app
-from test_specs.loader import parse_spec
-from test_specs.yamlmarks import MAX_YAML_BYTES, load_yaml
+from test_specs.format.loader import parse_spec
+from test_specs.format.yamlmarks import MAX_YAML_BYTES, load_yaml
 
 BUNDLED = Path(__file__).resolve().parents[2] / "test_specs" / "specs"
 

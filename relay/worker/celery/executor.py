@@ -27,8 +27,8 @@ from relay.worker.celery.config import make_celery
 from relay.worker.celery.names import AGGREGATE
 from relay.worker.celery.shards import shard_signatures
 from relay.worker.celery.specs import spec_refs
-from test_specs.planned import ModeRule
-from test_specs.results import TestResult
+from test_specs.values.planned import ModeRule
+from test_specs.values.results import TestResult
 
 __all__ = ["CeleryExecutors", "CeleryExecutor"]
 

@@ -28,9 +28,9 @@ from relay.store.db import create_schema, make_engine, make_session_factory
 from relay.store.shard_results import load_results, record_results, recorded_ids
 from relay.worker.celery.names import RUN_SHARD
 from relay.worker.celery.specs import materialize
-from test_specs.planned import ModeRule
-from test_specs.results import TestResult
-from test_specs.runner import run_items, shard_split
+from test_specs.run.runner import run_items, shard_split
+from test_specs.values.planned import ModeRule
+from test_specs.values.results import TestResult
 
 __all__ = ["plan_shards", "shard_signatures", "run_shard", "load_execution", "session_factory"]
 

@@ -1,0 +1,199 @@
+"""Repository memory: the test → aten-op index, captured with ``TorchDispatchMode``.
+
+Each OpInfo spec item is run once on its sample inputs under a dispatch mode that records the
+schema name of every aten op reaching dispatch (``aten::_softmax``, …).  Inputs are moved to the
+device outside the mode, so the record holds the op's own aten calls, not data movement.  The
+index is cached as JSON per (torch version, device): a later build captures only new items.
+ModuleInfo items are captured forward and backward by ``selection.index.module_capture``.  Items
+without a capture (a module that cannot be built, an OpInfo missing from ``op_db``) have no
+entry; the memory stage keeps them (fail soft).  A capture that fails for one item (its samples
+cannot reach the device: ``SpyreDtypeError`` for a float64 sample, an OpInfo whose sample
+generator raises) costs that item only: ``failures`` records why (cached next to the index,
+``op_index-<torch>-<device>.failures.json``) and the memory stage names it in the item's reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from selection.index.cachefile import write_atomic
+from test_specs.values.items import SpecItem
+
+log = logging.getLogger(__name__)
+
+#: Ops that only move or allocate data; recorded captures drop them (every test has them).
+DATA_MOVEMENT = frozenset({"aten::_to_copy", "aten::copy_", "aten::empty_strided", "aten::empty",
+                           "aten::_copy_from", "aten::_copy_from_and_resize", "aten::lift_fresh",
+                           "aten::detach", "aten::alias", "aten::clone"})
+
+
+def _opinfo_table() -> dict[str, object]:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    table: dict[str, object] = {}
+    for op in op_db:
+        subject = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+        table.setdefault(subject, op)
+    return table
+
+
+def torch_version() -> str:
+    """The installed torch's version (``2.13.0+cpu``, as ``torch.__version__``) from its package
+    metadata: reading the caches must not import torch (seconds on a loaded machine)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:  # a source build without metadata
+        import torch
+
+        return torch.__version__
+
+
+def cached_generators(cache_dir: Path | None) -> dict[str, frozenset[str]]:
+    """``opinfo_generators`` once per torch version, cached as ``opinfo_generators-<torch>.json``."""
+    path = Path(cache_dir) / f"opinfo_generators-{torch_version()}.json" if cache_dir else None
+    if path is not None and path.exists():
+        try:
+            return {k: frozenset(v) for k, v in json.loads(path.read_text()).items()}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable generator cache %s: %s", path, exc)
+    gens = opinfo_generators()
+    if path is not None:
+        write_atomic(path, json.dumps({k: sorted(v) for k, v in gens.items()}, sort_keys=True))
+    return gens
+
+
+def opinfo_generators() -> dict[str, frozenset[str]]:
+    """Sample/reference/error input generator name → OpInfo subjects that use it."""
+    gens: dict[str, set[str]] = {}
+    for subject, op in _opinfo_table().items():
+        for attr in ("sample_inputs_func", "reference_inputs_func", "error_inputs_func"):
+            fn = getattr(op, attr, None)
+            name = getattr(fn, "__name__", None)
+            if name and name.startswith(("sample_inputs_", "reference_inputs_", "error_inputs_")):
+                gens.setdefault(name, set()).add(subject)
+    return {k: frozenset(v) for k, v in gens.items()}
+
+
+def capture_ops(item: SpecItem, device: str, *, max_samples: int = 8) -> list[str]:
+    """The aten ops (sorted schema names) the item's op calls on ``device`` for its samples.
+
+    Runs at most ``max_samples`` OpInfo samples in ``item.dtype``; an op that raises (e.g. an
+    unsupported op on Spyre) is still recorded, because dispatch saw it before the kernel failed.
+    Raises ``KeyError`` if the item's OpInfo is not in the installed ``op_db``.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    op = _opinfo_table()[item.subject]
+    dtype = getattr(torch, item.dtype)
+    seen: set[str] = set()
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.add(func._schema.name)
+            return func(*args, **(kwargs or {}))
+
+    def move(x):
+        return x.to(device) if isinstance(x, torch.Tensor) else x
+
+    # Numerical warnings of the samples (fp16 precision, degrees of freedom, ...) say nothing
+    # about which ops a test calls; the index run keeps them out of the user's terminal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n, sample in enumerate(op.sample_inputs("cpu", dtype)):
+            if n >= max_samples:
+                break
+            s = sample.transform(move) if device != "cpu" else sample
+            with Recorder():
+                try:
+                    op(s.input, *s.args, **s.kwargs)
+                except Exception:  # the attempt is what we index, not the outcome
+                    pass
+    return sorted(seen - DATA_MOVEMENT)
+
+
+class TestOpIndex:
+    """Test id → aten ops, with the reverse map; persisted as JSON in ``cache_dir``.
+    ``failures``: test id → why its capture failed (``ExceptionType: message``)."""
+
+    __test__ = False
+
+    def __init__(self, entries: dict[str, list[str]], failures: dict[str, str] | None = None) -> None:
+        self.entries = entries
+        self.failures = dict(failures or {})
+        self.by_op: dict[str, set[str]] = {}
+        for test_id, ops in entries.items():
+            for op in ops:
+                self.by_op.setdefault(op, set()).add(test_id)
+
+    @property
+    def aten_ops(self) -> frozenset[str]:
+        return frozenset(self.by_op)
+
+    def tests_for(self, aten_ops: Iterable[str]) -> set[str]:
+        """Ids of tests that call any of ``aten_ops``."""
+        out: set[str] = set()
+        for op in aten_ops:
+            out |= self.by_op.get(op, set())
+        return out
+
+    @classmethod
+    def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> TestOpIndex:
+        """Load the cached index for this torch and device, capture missing items, save.
+
+        ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  OpInfo items are
+        captured on ``device``, ModuleInfo items on the CPU (``selection.index.module_capture``).
+        The cache file is ``cache_dir/op_index-<torch>-<device>.json``.
+        """
+        path = None
+        entries: dict[str, list[str]] = {}
+        failures: dict[str, str] = {}
+        if cache_dir is not None:
+            path = Path(cache_dir) / f"op_index-{torch_version()}-{device}.json"
+            entries, failures = _load(path), _load(path.with_suffix(".failures.json"))
+        missing = [i for i in items if (i.op is not None or i.module is not None)
+                   and i.id not in entries and i.id not in failures]
+        if missing:
+            if device == "spyre":
+                import spyre_backend  # noqa: F401  (registers the device; only to capture)
+            from selection.index.module_capture import capture_module_ops
+
+            table = _opinfo_table()
+            for n, item in enumerate(missing, 1):
+                try:
+                    if item.op is not None and item.subject in table:
+                        entries[item.id] = capture_ops(item, device)
+                    elif item.module is not None and (ops := capture_module_ops(item.module)) is not None:
+                        entries[item.id] = sorted(set(ops) - DATA_MOVEMENT)
+                except Exception as exc:  # noqa: BLE001 — fail soft per item: it stays unindexed
+                    failures[item.id] = f"{type(exc).__name__}: {exc}"[:300]
+                if path is not None and n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes
+                    _save(path, entries, failures)
+            if path is not None:
+                _save(path, entries, failures)
+        return cls(entries, failures)
+
+
+#: Items captured between cache checkpoints during a build (a full 8,000-item build takes minutes).
+CHECKPOINT_EVERY = 500
+
+
+def _load(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable op index cache %s: %s", path, exc)
+        return {}
+
+
+def _save(path: Path, entries: dict[str, list[str]], failures: dict[str, str]) -> None:
+    for target, data in ((path, entries), (path.with_suffix(".failures.json"), failures)):
+        write_atomic(target, json.dumps(data, sort_keys=True))
