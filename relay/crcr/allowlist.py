@@ -34,6 +34,7 @@ import httpx
 
 from relay.crcr.yamlsource import YamlSource, load_yaml_text
 from relay.errors import AllowlistError
+from relay.github.constants import CRCR_LABEL_PREFIX
 
 __all__ = ["AllowEntry", "Allowlist", "AllowlistSource", "parse_allowlist", "LEVELS",
            "SUPPORTED_EVENTS", "DEFAULT_EVENTS", "allowlist_for"]
@@ -68,7 +69,7 @@ class AllowEntry:
     @property
     def checks_label(self) -> str | None:
         """The PR label that enables check runs for an L3 entry (``ciflow/crcr/<device>``)."""
-        return f"ciflow/crcr/{self.device}" if self.level == "L3" and self.device else None
+        return f"{CRCR_LABEL_PREFIX}{self.device}" if self.level == "L3" and self.device else None
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,13 @@
 
 * the filter (``ignored``: only the upstream repository's events that CRCR acts on;
   ``relay.github.webhooks.ignored_reason``);
-* the CRCR fan-out (``fanout``: ``relay.crcr.events`` — repository_dispatch to the allowlisted
-  downstreams, or the L3 check runs a ``ciflow/crcr/<device>`` label starts); a rerequested
-  crcr check run / suite re-runs the downstream run as the delivery's work;
-* the local backend's run (``request``: the ``RunRequest`` a delivery asks for, when the local
-  backend is on the allowlist; ``processor``: that request through ``run_change`` in this
-  process);
+* the parts of the delivery's entry in the one handler table (``relay.worker.handlers.HANDLERS``),
+  each given the typed event ``relay.worker.processing`` parsed once: the CRCR fan-out
+  (``fanout``: repository_dispatch to the allowlisted downstreams, or the L3 check runs a
+  ``ciflow/crcr/<device>`` label starts); a rerequested crcr check run / suite re-runs the
+  downstream run as the delivery's work (``rerun``); the local backend's run (``request``: the
+  ``RunRequest`` a delivery asks for, when the local backend is on the allowlist;
+  ``processor``: that request through ``run_change`` in this process);
 * its report (``report``: the HUD outbox row, written in the run's transaction when the local
   backend's level reports to the dashboard — L2–L4, as CRCR).
 
@@ -21,17 +22,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.changes.inputs import spec_files
 from relay.crcr.allowlist import Allowlist, allowlist_for
-from relay.crcr.events import RERUN_EVENTS, handle_upstream, rerun_requested
 from relay.crcr.fanout import FanoutContext
 from relay.domain.delivery import Delivery
 from relay.domain.run import Run
 from relay.envs.commits import resolver_for
 from relay.github.client import GitHubClient
+from relay.github.events import ParsedDelivery
 from relay.github.webhooks import ignored_reason
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import ExecutorFactory, Ports, Progress, ResultSink
@@ -42,7 +44,7 @@ from relay.reporting.outbox import enqueue_result
 from relay.settings import Settings
 from relay.store.deliveries import events_of
 from relay.store.run_store import SqlRunStore
-from relay.worker.handlers import HANDLERS, request_for
+from relay.worker.handlers import HANDLERS, EventHandler
 from relay.worker.processing import Processor, process_deliveries
 from relay.worker.progress import DeliveryProgress
 
@@ -55,6 +57,11 @@ def run_config(settings: Settings) -> RunConfig:
     specs = (spec_files([Path(p.strip()) for p in settings.specs.split(",") if p.strip()])
              if settings.specs else default_specs())
     return RunConfig(spec_paths=tuple(specs), state_dir=settings.state_dir, backend=settings.backend)
+
+
+def _handler(delivery: ParsedDelivery) -> EventHandler[Any] | None:
+    """The ``HANDLERS`` entry of a typed delivery (``None``: no entry, or no typed event)."""
+    return HANDLERS.get(delivery.event) if delivery.typed is not None else None
 
 
 class DeliveryWork:
@@ -86,21 +93,26 @@ class DeliveryWork:
         """Why ``delivery`` is not processed (another repository, an action CRCR ignores)."""
         return ignored_reason(delivery.event, delivery.payload, self.settings.upstream_repo)
 
-    def fanout(self, delivery: Delivery) -> None:
-        """CRCR fan-out of ``delivery`` and the L3 checks a label starts."""
-        note = handle_upstream(delivery, self._fanout_ctx)
-        if note is not None and note.startswith("label:"):
+    def fanout(self, delivery: ParsedDelivery) -> None:
+        """CRCR fan-out of ``delivery`` and the L3 checks a label starts (its handler's
+        ``fanout``); wakes the outbox deliverer when checks were queued."""
+        handler = _handler(delivery)
+        if handler is None or handler.fanout is None:
+            return
+        if handler.fanout(delivery.typed, delivery, self._fanout_ctx).checks_queued:
             self._on_outbox()
 
     def report(self, session: Session, run: Run, delivery: Delivery) -> bool:
         """The run's HUD outbox row in ``session`` (the run's transaction); whether one was written."""
         return enqueue_result(session, run, delivery, self.settings, self.level())
 
-    def request(self, delivery: Delivery) -> RunRequest | None:
-        """The local run ``delivery`` asks for, or ``None`` (not allowlisted, nothing to run)."""
-        if self.level() is None:
+    def request(self, delivery: ParsedDelivery) -> RunRequest | None:
+        """The local run ``delivery`` asks for (its handler's ``run``), or ``None`` (not
+        allowlisted, nothing to run).  Raises ``GitHubAPIError`` and ``CommitEnvError``."""
+        handler = _handler(delivery)
+        if self.level() is None or handler is None or handler.run is None:
             return None
-        return request_for(delivery, self.settings)
+        return handler.run(delivery.typed, delivery.id, self.settings)
 
     def ports(self, sink: ResultSink, executors: ExecutorFactory, progress: Progress | None = None) -> Ports:
         """The pipeline's ports for one webhook run (``progress``: default none reported)."""
@@ -109,7 +121,7 @@ class DeliveryWork:
         return Ports(executors=executors, store=store, sink=sink, progress=progress or Progress(),
                      commit_env=resolver.resolve if resolver is not None else None)
 
-    def run_locally(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+    def run_locally(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink) -> Run | None:
         """The default processor: the delivery's run through the whole pipeline, in this process
         (a relay with a broker sends deliveries to Celery workers instead)."""
         request = self.request(delivery)
@@ -119,15 +131,17 @@ class DeliveryWork:
         progress = DeliveryProgress(self.sf, delivery.id)  # the deliveries page shows it
         return run_change(request, config, self.ports(sink, LocalExecutors.for_config(config), progress)).run
 
-    def rerun(self, delivery: Delivery) -> bool:
-        """For a rerequested check run / suite: re-run the downstream runs it names (CRCR) and
-        ``True`` (nothing runs locally); ``False`` for other events.  Raises ``GitHubAPIError``."""
-        if delivery.event not in RERUN_EVENTS:
+    def rerun(self, delivery: ParsedDelivery) -> bool:
+        """For a rerequested check run / suite (its handler's ``rerun``): re-run the downstream
+        runs it names (CRCR) and ``True`` (nothing runs locally); ``False`` for other events.
+        Raises ``GitHubAPIError``."""
+        handler = _handler(delivery)
+        if handler is None or handler.rerun is None:
             return False
-        rerun_requested(delivery, self._fanout_ctx)
+        handler.rerun(delivery.typed, self._fanout_ctx)
         return True
 
-    def _local(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+    def _local(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink) -> Run | None:
         if self.rerun(delivery):
             return None
         if self._processor is None:
@@ -138,8 +152,10 @@ class DeliveryWork:
         """Whether a delivery of ``event`` may keep its worker for long: a local pipeline run
         (minutes), a fan-out to downstreams (GitHub calls) or a CRCR re-run.  A batch runs at
         most one such delivery, after its quick ones (``process_many``)."""
-        return ((self.level() is not None and event in HANDLERS)
-                or event in RERUN_EVENTS or bool(self.allowlist().external()))
+        handler = HANDLERS.get(event)
+        runs_here = handler is not None and (
+            handler.rerun is not None or (handler.run is not None and self.level() is not None))
+        return runs_here or bool(self.allowlist().external())
 
     def process(self, delivery_id: str, *, retry: Callable[[str, float], None] | None = None,
                 fanout: bool = True, report: bool = True,

@@ -14,9 +14,10 @@ together — ``relay.worker.marks``):
    ``relay.domain.jsonlimits.MAX_DEPTH``, not an object) ends ``failed`` at once; when
    ``ignore(delivery)`` gives a reason (another repository than the upstream, an action CRCR
    does not act on — checked again here for deliveries stored before a settings change), it
-   ends ``ignored`` with that reason and nothing else runs; a payload that is not the shape
-   GitHub sends for its event (``relay.github.webhooks.payload_problem``: ``labels: ["x"]``,
-   ``number: 10**30``) ends ``failed`` with the fields named — permanent failures are never
+   ends ``ignored`` with that reason and nothing else runs; then its payload is parsed, once,
+   into its typed event (``relay.github.events.parse_delivery``) that every later step reads — a
+   payload that is not the shape GitHub sends for its event (``labels: ["x"]``,
+   ``number: 10**30``) ends ``failed`` with the fields named; permanent failures are never
    retried, and logged in one line, without a traceback;
 2. fan out (``fanout``: CRCR's repository_dispatch to the allowlisted downstreams).  GitHub
    still down / rate-limiting after the client's retries (``DispatchPending``) is transient: the
@@ -56,7 +57,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from relay.domain.delivery import Delivery
 from relay.domain.run import Run
 from relay.errors import DatabaseFileGone, GitHubAPIError, PayloadInvalid
-from relay.github.webhooks import payload_problem
+from relay.github.events import parse_delivery
 from relay.logs import delivery_log
 from relay.pipeline.ports import ResultSink
 from relay.quarantine.policy import evaluate_safely
@@ -271,9 +272,10 @@ def _process_claimed(delivery: Delivery, marks: Marks, session_factory: sessionm
         marks.add(delivery_id, "ignored", reason)
         dlog.info("ignored: %s", reason)
         return "ignored"
-    problem = payload_problem(delivery.event, delivery.payload)
-    if problem is not None:  # the same bytes fail every attempt: failed now, never retried
-        return _give_up(marks, delivery_id, f"PayloadInvalid: {problem}")
+    try:
+        delivery = parse_delivery(delivery)
+    except PayloadInvalid as exc:  # the same bytes fail every attempt: failed now, never retried
+        return _give_up(marks, delivery_id, f"PayloadInvalid: {exc}")
     first_s = settings.delivery_retry_s
     try:
         if fanout is not None:
