@@ -34,7 +34,7 @@ from relay.crcr.outbox import Deliverer, github_handler, hud_handler
 from relay.crcr.ratelimit import RateLimiter, storage_uri_for
 from relay.crcr.shas import UpstreamCommits
 from relay.crcr.sweeper import sweep_and_reconcile
-from relay.domain.delivery import Delivery
+from relay.domain.delivery import Delivery, DeliveryStatus
 from relay.errors import DatabaseFileGone
 from relay.execution.registry import task_queue_for
 from relay.github.client import GitHubClient
@@ -50,7 +50,7 @@ from relay.settings import Settings, get_settings
 from relay.store.checkpoint import WalCheckpointer, background_checkpoints
 from relay.store.db import create_schema, make_engine, make_session_factory
 from relay.worker.delivery import DeliveryWork
-from relay.worker.processing import Processor
+from relay.worker.job import Processor
 from relay.worker.queue import InProcessQueue, TaskQueue
 
 __all__ = ["create_app", "recover_pending", "SHUTDOWN_GRACE_S"]
@@ -111,7 +111,7 @@ def _wire_webhooks(app: FastAPI, settings: Settings, queue: TaskQueue | None, re
     metrics: Metrics = state.metrics
     retry = _retry_later(app)
 
-    def finished(delivery: Delivery, status: str) -> None:
+    def finished(delivery: Delivery, status: DeliveryStatus) -> None:
         metrics.processed.labels(event_label(delivery.event), status).inc()
 
     def handle(delivery_id: str) -> None:

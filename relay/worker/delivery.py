@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from relay.changes.inputs import spec_files
 from relay.crcr.allowlist import Allowlist, allowlist_for
 from relay.crcr.fanout import FanoutContext
-from relay.domain.delivery import Delivery
+from relay.domain.delivery import Delivery, DeliveryStatus
 from relay.domain.run import Run
 from relay.envs.commits import resolver_for
 from relay.github.client import GitHubClient
@@ -45,7 +45,8 @@ from relay.settings import Settings
 from relay.store.deliveries import events_of
 from relay.store.run_store import SqlRunStore
 from relay.worker.handlers import HANDLERS, EventHandler
-from relay.worker.processing import Processor, process_deliveries
+from relay.worker.job import DeliveryJob, Outcome, Processor, Retry
+from relay.worker.processing import process_deliveries
 from relay.worker.progress import DeliveryProgress
 
 __all__ = ["DeliveryWork", "run_config"]
@@ -157,24 +158,22 @@ class DeliveryWork:
             handler.rerun is not None or (handler.run is not None and self.level() is not None))
         return runs_here or bool(self.allowlist().external())
 
-    def process(self, delivery_id: str, *, retry: Callable[[str, float], None] | None = None,
-                fanout: bool = True, report: bool = True,
-                on_finished: Callable[[Delivery, str], None] | None = None) -> str | None:
-        """``process_many`` of one delivery; returns its final status."""
-        return self.process_many([delivery_id], retry=retry, fanout=fanout, report=report,
+    def process(self, delivery_id: str, *, retry: Retry | None = None, report: bool = True,
+                on_finished: Callable[[Delivery, DeliveryStatus], None] | None = None) -> Outcome:
+        """``process_many`` of one delivery; returns its outcome."""
+        return self.process_many([delivery_id], retry=retry, report=report,
                                  on_finished=on_finished)[delivery_id]
 
-    def process_many(self, ids: list[str], *, retry: Callable[[str, float], None] | None = None,
-                     fanout: bool = True, report: bool = True,
-                     on_finished: Callable[[Delivery, str], None] | None = None,
-                     give_back: Callable[[list[str]], None] | None = None
-                     ) -> dict[str, str | None]:
-        """``process_deliveries`` with this relay's pieces: the quick deliveries of ``ids``
-        (one claim and one final-state transaction for all of them), then at most one that may
-        run long (``long_running``) — so that no delivery waits behind another's pipeline run.
-        The other ones go to ``give_back`` (unclaimed, for another worker) before any work
-        starts.  Returns each processed id's final status.  When a run's transaction wrote an
-        outbox row, ``on_outbox`` is called after it committed."""
+    def process_many(self, ids: list[str], *, retry: Retry | None = None, report: bool = True,
+                     on_finished: Callable[[Delivery, DeliveryStatus], None] | None = None,
+                     give_back: Callable[[list[str]], None] | None = None) -> dict[str, Outcome]:
+        """``process_deliveries`` with this relay's pieces (a ``DeliveryJob``): the quick
+        deliveries of ``ids`` (one claim and one final-state transaction for all of them), then at
+        most one that may run long (``long_running``) — so that no delivery waits behind another's
+        pipeline run.  The other ones go to ``give_back`` (unclaimed, for another worker) before
+        any work starts.  ``retry`` schedules a transient failure's next attempt; ``report``:
+        write each run's HUD outbox row.  Returns each processed id's outcome.  When a run's
+        transaction wrote an outbox row, ``on_outbox`` is called after it committed."""
         if len(ids) > 1 and give_back is not None:
             with self.sf() as session:
                 events = events_of(session, ids)
@@ -186,11 +185,11 @@ class DeliveryWork:
         def report_and_note(session: Session, run: Run, delivery: Delivery) -> None:
             wrote.append(self.report(session, run, delivery))
 
-        statuses = process_deliveries(
-            ids, session_factory=self.sf, settings=self.settings, processor=self._local,
-            report=report_and_note if report else None, fanout=self.fanout if fanout else None,
-            retry=retry, on_finished=on_finished, ignore=self.ignored,
-            long_running=lambda delivery: self.long_running(delivery.event))
+        outcomes = process_deliveries(ids, DeliveryJob(
+            session_factory=self.sf, settings=self.settings, processor=self._local,
+            report=report_and_note if report else None, fanout=self.fanout, retry=retry,
+            ignore=self.ignored, long_running=lambda delivery: self.long_running(delivery.event),
+            on_finished=on_finished))
         if any(wrote):
             self._on_outbox()
-        return statuses
+        return outcomes
