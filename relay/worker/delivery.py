@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.changes.inputs import spec_files
-from relay.crcr.allowlist import Allowlist, allowlist_for
+from relay.crcr.allowlist import AllowlistProvider, allowlist_source
 from relay.crcr.fanout import FanoutContext
 from relay.domain.delivery import Delivery, DeliveryStatus
 from relay.domain.run import Run
@@ -67,27 +67,27 @@ def _handler(delivery: ParsedDelivery) -> EventHandler[Any] | None:
 
 class DeliveryWork:
     """The fan-out, local run and report of deliveries for ``settings`` (see the module
-    docstring).  ``processor`` replaces the local run (tests);
-    ``allowlist`` defaults to ``RELAY_ALLOWLIST``; ``on_outbox`` is called after a transaction
-    wrote outbox rows (wakes the deliverer).  Raises ``AllowlistError`` when the allowlist
-    cannot be loaded."""
+    docstring).  ``processor`` replaces the local run (tests); ``allowlist`` (its source:
+    ``get``, ``refresh``) defaults to ``RELAY_ALLOWLIST``'s; ``on_outbox`` is called after a
+    transaction wrote outbox rows (wakes the deliverer).  Raises ``AllowlistError`` when the
+    allowlist cannot be loaded."""
 
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session], *,
                  processor: Processor | None = None,
-                 allowlist: Callable[[], Allowlist] | None = None,
+                 allowlist: AllowlistProvider | None = None,
                  on_outbox: Callable[[], None] | None = None) -> None:
         self.settings = settings
         self.sf = session_factory
-        self.allowlist = allowlist or allowlist_for(settings.allowlist, settings.backend,
-                                                    refresh_s=settings.allowlist_refresh_s)
+        self.allowlist = allowlist or allowlist_source(settings.allowlist, settings.backend,
+                                                       refresh_s=settings.allowlist_refresh_s)
         self._processor = processor
         self._on_outbox = on_outbox or (lambda: None)
-        self._fanout_ctx = FanoutContext(session_factory, settings, self.allowlist,
+        self._fanout_ctx = FanoutContext(session_factory, settings, self.allowlist.get,
                                          lambda: GitHubClient.from_settings(settings))
 
     def level(self) -> str | None:
         """The local backend's allowlist level (``None``: not listed, nothing runs locally)."""
-        entry = self.allowlist().get(self.settings.backend)
+        entry = self.allowlist.get().get(self.settings.backend)
         return entry.level if entry is not None else None
 
     def ignored(self, delivery: Delivery) -> str | None:
@@ -156,7 +156,7 @@ class DeliveryWork:
         handler = HANDLERS.get(event)
         runs_here = handler is not None and (
             handler.rerun is not None or (handler.run is not None and self.level() is not None))
-        return runs_here or bool(self.allowlist().external())
+        return runs_here or bool(self.allowlist.get().external())
 
     def process(self, delivery_id: str, *, retry: Retry | None = None, report: bool = True,
                 on_finished: Callable[[Delivery, DeliveryStatus], None] | None = None) -> Outcome:
