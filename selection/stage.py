@@ -37,17 +37,27 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class OpImpact:
+    """Why memory kept a test for a changed implementation: ``reason`` (``"<file> → aten::op →
+    N tests"``, ``"<file> → module nn.X → N tests"``, ``"<file> → OpInfo softmax → N tests"``)
+    and ``fanout``, the N — how many tests that one impact reaches."""
+
+    reason: str
+    fanout: int
+
+
+@dataclass(frozen=True)
 class Signals:
     """Facts the memory stage found, for the classifier's heuristics.
 
-    ``op_impacts``: test id → reasons naming an impacted aten op.  ``changed_definitions``:
+    ``op_impacts``: test id → the impacts (``OpImpact``) that reached it.  ``changed_definitions``:
     OpInfo subjects whose entry or sample inputs changed → reasons.  ``fail_soft``: test ids kept
     only because a signal was missing.  ``test_ops``: test id → aten ops it calls (the index).
     ``canaries``: test id → reason, for tests kept as a cross-section after a test-machinery
     change in upgrade mode (``selection.policy.upgrade``).
     """
 
-    op_impacts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    op_impacts: dict[str, tuple[OpImpact, ...]] = field(default_factory=dict)
     changed_definitions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fail_soft: frozenset[str] = frozenset()
     test_ops: dict[str, list[str]] = field(default_factory=dict)

@@ -27,63 +27,25 @@ from typing import Any
 
 import torch
 
-from . import adapters, capabilities, device_module, faults, numerics, support, tensors, validation
+from . import adapters, capabilities, device_module, faults, numerics, tensors, validation
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
+from .overloads import REJECTED_DTYPES, OverloadFacts, ReturnKind
 
 __all__ = ["spyre_fallback", "DEVICE_TYPE"]
 
 DEVICE_TYPE = "spyre"
-_REJECTED = (torch.float64, torch.complex32, torch.complex64, torch.complex128)
-
-
-class _OpInfo:
-    """Per-overload facts derived once from the schema and the support table."""
-
-    __slots__ = ("name", "full", "row", "dtypes", "dtype_objs", "returns", "mutated", "outs", "handler", "same_device",
-                 "caps")
-
-    def __init__(self, op: torch._ops.OpOverload) -> None:
-        schema = op._schema
-        self.name = schema.name
-        self.full = schema.name if op._overloadname == "default" else f"{schema.name}.{op._overloadname}"
-        self.row = support.lookup(self.full)
-        self.dtypes = frozenset(self.row.dtypes) if self.row else frozenset()
-        # torch.dtype objects accepted (float64/complex never): the per-tensor check is one set lookup.
-        self.dtype_objs = frozenset(getattr(torch, d) for d in self.dtypes) - frozenset(_REJECTED)
-        # returns: list of ("fresh", None) | ("write", alias_set) | ("view", alias_set)
-        self.returns = []
-        for r in schema.returns:
-            a = r.alias_info
-            if a is None:
-                self.returns.append(("fresh", None))
-            else:
-                self.returns.append(("write" if a.is_write else "view", frozenset(a.before_set)))
-        # mutated arguments: (position or kwarg name, alias set)
-        self.mutated = []
-        self.outs = []
-        for i, arg in enumerate(schema.arguments):
-            a = arg.alias_info
-            if a is not None and a.is_write:
-                self.mutated.append((i, arg.name, frozenset(a.before_set)))
-                if arg.kwarg_only:
-                    self.outs.append((i, arg.name))
-        self.handler = _SPECIAL.get(self.full)
-        self.same_device = self.name not in _MIXED_DEVICE_OK
-        self.caps = capabilities.rules_for(self.full, self.row.category if self.row else None)
-
-
-_infos: dict[Any, _OpInfo] = {}
+_facts: dict[Any, OverloadFacts] = {}
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _check_dtype(info: _OpInfo, dtype: torch.dtype) -> None:
+def _check_dtype(info: OverloadFacts, dtype: torch.dtype) -> None:
     if dtype in info.dtype_objs:
         return
     name = _dtype_name(dtype)
-    if dtype in _REJECTED or name not in info.dtypes:
+    if dtype in REJECTED_DTYPES or name not in info.dtypes:
         why = f"does not support dtype {name} on Spyre (supported: {', '.join(sorted(info.dtypes))})"
         raise SpyreDtypeError(f"spyre: {info.full} {why}", aten_op=info.full, reason=why)
 
@@ -92,7 +54,7 @@ def _is_dev(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.device.type == DEVICE_TYPE
 
 
-def _to_cpu(info: _OpInfo, x: Any, downcast: list) -> Any:
+def _to_cpu(info: OverloadFacts, x: Any, downcast: list) -> Any:
     if isinstance(x, torch.Tensor):
         if x.device.type != DEVICE_TYPE:
             return x
@@ -105,14 +67,6 @@ def _to_cpu(info: _OpInfo, x: Any, downcast: list) -> Any:
     if isinstance(x, (list, tuple)) and x and any(isinstance(e, torch.Tensor) for e in x):
         return type(x)(_to_cpu(info, e, downcast) for e in x)
     return x
-
-
-# Ops that take CPU tensors next to device tensors on CUDA too: copies between devices,
-# CPU index tensors, tensor_split's CPU sections tensor.
-_MIXED_DEVICE_OK = frozenset({
-    "aten::copy_", "aten::_to_copy", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::set_",
-    "aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_", "aten::tensor_split",
-})
 
 
 def _check_same_device(args: tuple, kwargs: dict, device: torch.device) -> None:
@@ -142,7 +96,7 @@ def _has_fp32_device_tensor(args: tuple, kwargs: dict) -> bool:
     return False
 
 
-def _unsupported(info: _OpInfo) -> SpyreUnsupportedOpError:
+def _unsupported(info: OverloadFacts) -> SpyreUnsupportedOpError:
     if info.row is None:
         why = f"{info.name} is not in the Spyre op support table"
     else:
@@ -153,9 +107,9 @@ def _unsupported(info: _OpInfo) -> SpyreUnsupportedOpError:
 
 def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     """Run ``op`` for device tensors on CPU memory (see the module docstring)."""
-    info = _infos.get(op)
+    info = _facts.get(op)
     if info is None:
-        info = _infos[op] = _OpInfo(op)
+        info = _facts[op] = OverloadFacts(op, _SPECIAL)
     row = info.row
     if row is None or not row.supported:  # torch's own argument errors come first (validation)
         raise validation.torch_error_first(op, args, kwargs) or _unsupported(info)
@@ -211,7 +165,7 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     return _wrap_results(info, op, result, args, kwargs, out_device, downcast is not None, fault)
 
 
-def _detach_outs(info: _OpInfo, args, kwargs, cargs, ckwargs, downcast: bool):
+def _detach_outs(info: OverloadFacts, args, kwargs, cargs, ckwargs, downcast: bool):
     """Give the CPU kernel fresh, resizable CPU ``out=`` tensors (device memory cannot be
     resized by a CPU kernel); ``_fill_outs`` moves the results into the device tensors."""
     cargs, ckwargs, outs = list(cargs), dict(ckwargs), []
@@ -236,7 +190,7 @@ def _fill_outs(outs) -> None:
         tensors.cpu_alias(orig).copy_(tmp)
 
 
-def _write_back(info: _OpInfo, args, kwargs, cargs, ckwargs) -> None:
+def _write_back(info: OverloadFacts, args, kwargs, cargs, ckwargs) -> None:
     """Copy fp16 temporaries of mutated fp32 arguments back into the device bytes."""
     out_positions = {pos for pos, _ in info.outs}
     for pos, name, _ in info.mutated:
@@ -252,7 +206,7 @@ def _write_back(info: _OpInfo, args, kwargs, cargs, ckwargs) -> None:
             tensors.cpu_alias(orig).copy_(tmp)
 
 
-def _arg_for_alias(info: _OpInfo, alias: frozenset, args, kwargs) -> Any:
+def _arg_for_alias(info: OverloadFacts, alias: frozenset, args, kwargs) -> Any:
     for pos, name, aset in info.mutated:
         if aset == alias:
             return args[pos] if pos < len(args) else kwargs.get(name)
@@ -265,12 +219,12 @@ def _wrap_results(info, op, result, args, kwargs, out_device, upcast, fault):
     cpu_outputs: list[torch.Tensor] = []
     wrapped = []
     for (kind, alias), value in zip(info.returns, results, strict=False):
-        if kind == "write":
+        if kind is ReturnKind.WRITE:
             orig = _arg_for_alias(info, alias, args, kwargs)
             if fault is not None and _is_dev(orig):
                 cpu_outputs.append(tensors.cpu_alias(orig))
             wrapped.append(orig if orig is not None else value)
-        elif kind == "view":
+        elif kind is ReturnKind.VIEW:
             base = _view_base(op, alias, args, kwargs)
             wrapped.append(_as_device_view(info, value, base, out_device))
         else:
@@ -281,7 +235,7 @@ def _wrap_results(info, op, result, args, kwargs, out_device, upcast, fault):
         faults.after_op(fault, cpu_outputs)
     final = []
     for (kind, _), value in zip(info.returns, wrapped, strict=False):
-        if kind == "fresh":
+        if kind is ReturnKind.FRESH:
             value = _fresh_to_device(info, value, out_device, upcast)
         final.append(value)
     if single:
@@ -297,7 +251,7 @@ def _collect(value: Any, out: list) -> None:
             _collect(v, out)
 
 
-def _fresh_to_device(info: _OpInfo, value: Any, out_device, upcast: bool) -> Any:
+def _fresh_to_device(info: OverloadFacts, value: Any, out_device, upcast: bool) -> Any:
     if isinstance(value, torch.Tensor):
         if out_device is None or value.device.type == DEVICE_TYPE:
             return value
@@ -322,7 +276,7 @@ def _view_base(op, alias: frozenset, args, kwargs) -> torch.Tensor | None:
     return None
 
 
-def _as_device_view(info: _OpInfo, value: Any, base: torch.Tensor | None, out_device) -> Any:
+def _as_device_view(info: OverloadFacts, value: Any, base: torch.Tensor | None, out_device) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_as_device_view(info, v, base, out_device) for v in value)
     if not isinstance(value, torch.Tensor):

@@ -3,10 +3,10 @@
 from selection.heuristics.canary import MachineryCanary
 from selection.heuristics.changed_definition import ChangedDefinition
 from selection.heuristics.edited_op import EditedOp
-from selection.heuristics.interface import Heuristic
+from selection.heuristics.interface import Heuristic, HeuristicResult
 from selection.heuristics.unsupported_op import UnsupportedOp
 
 HEURISTICS: list[Heuristic] = [ChangedDefinition(), EditedOp(), MachineryCanary(), UnsupportedOp()]
 
-__all__ = ["HEURISTICS", "Heuristic", "ChangedDefinition", "EditedOp", "MachineryCanary",
+__all__ = ["HEURISTICS", "Heuristic", "HeuristicResult", "ChangedDefinition", "EditedOp", "MachineryCanary",
            "UnsupportedOp"]

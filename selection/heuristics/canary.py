@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selection.heuristics.interface import Heuristic
+from selection.heuristics.interface import Heuristic, HeuristicResult
 from selection.stage import Candidate, Signals
 
 
@@ -15,6 +15,6 @@ class MachineryCanary(Heuristic):
 
     name = "machinery_canary"
 
-    def score(self, candidate: Candidate, signals: Signals) -> tuple[float, str] | None:
+    def score(self, candidate: Candidate, signals: Signals) -> HeuristicResult | None:
         why = signals.canaries.get(candidate.item.id)
-        return (0.5, why) if why else None
+        return HeuristicResult(0.5, why) if why else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from selection.heuristics.interface import Heuristic
+from selection.heuristics.interface import Heuristic, HeuristicResult
 from selection.stage import Candidate, Signals
 
 
@@ -11,8 +11,8 @@ class ChangedDefinition(Heuristic):
 
     name = "changed_definition"
 
-    def score(self, candidate: Candidate, signals: Signals) -> tuple[float, str] | None:
+    def score(self, candidate: Candidate, signals: Signals) -> HeuristicResult | None:
         why = signals.changed_definitions.get(candidate.item.subject)
         if not why:
             return None
-        return 1.0, f"changed test definition: {why[0]}"
+        return HeuristicResult(1.0, f"changed test definition: {why[0]}")

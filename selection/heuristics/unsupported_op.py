@@ -7,12 +7,13 @@ mode: the classifier turns it into ``xfail`` only when the spec did not decide a
 
 from __future__ import annotations
 
-from selection.heuristics.interface import Heuristic
+from selection.heuristics.interface import Heuristic, HeuristicResult
 from selection.stage import Candidate, Signals
 
 
 class UnsupportedOp(Heuristic):
-    """Score 0.1 with the reason naming the first unsupported aten op the test calls."""
+    """Predicts failure (score 0.1) with the reason naming the first unsupported aten op the
+    test calls."""
 
     name = "unsupported_op"
 
@@ -20,7 +21,7 @@ class UnsupportedOp(Heuristic):
         super().__init__(trial_mode=trial_mode)
         self._memo: dict[tuple[str, str], str | None] = {}  # (aten op, dtype) → reason
 
-    def score(self, candidate: Candidate, signals: Signals) -> tuple[float, str] | None:
+    def score(self, candidate: Candidate, signals: Signals) -> HeuristicResult | None:
         support = signals.support
         if support is not None:
             unsupported_reason = support.unsupported_reason
@@ -33,5 +34,5 @@ class UnsupportedOp(Heuristic):
             if key not in self._memo:
                 self._memo[key] = unsupported_reason(op, dtype)
             if self._memo[key]:
-                return 0.1, f"unsupported op: {self._memo[key]}"
+                return HeuristicResult(0.1, f"unsupported op: {self._memo[key]}", predicts_failure=True)
         return None

@@ -4,8 +4,8 @@ Mode, in order of precedence:
 
 1. the spec's own rule for the item (``skip`` / ``xfail`` / ``xfail_strict`` with its reason);
 2. ``skip`` when the item's dtype is not one the device supports (``spyre_backend.support``);
-3. ``xfail`` when a heuristic predicts the device cannot run the test (an aten op without a
-   kernel), so a known gap is reported, not counted as a regression;
+3. ``xfail`` when a heuristic's result ``predicts_failure`` (an aten op without a kernel), so a
+   known gap is reported, not counted as a regression;
 4. otherwise ``mandatory_success``.
 
 Score: the highest score of the active heuristics (``selection.heuristics.HEURISTICS``);
@@ -66,15 +66,14 @@ class Classify:
                 continue
             if verdict is None:
                 continue
-            value, why = verdict
             if h.trial_mode:
-                reasons.append(f"trial: {h.name} {value:.2f}: {why}")
+                reasons.append(f"trial: {h.name} {verdict.score:.2f}: {verdict.reason}")
                 continue
-            reasons.append(why)
-            if h.name == "unsupported_op":
-                predicted_fail = why
+            reasons.append(verdict.reason)
+            if verdict.predicts_failure:
+                predicted_fail = verdict.reason
             else:
-                score = max(score, value)
+                score = max(score, verdict.score)
         if cand.item.mode != "mandatory_success":
             detail = cand.item.reason or "no reason given"
             reasons.append(f"spec rule: {cand.item.mode} ({detail})")

@@ -33,7 +33,7 @@ from selection.index.op_index import TestOpIndex
 from selection.policy.areas import WIDEN, areas_of, item_area
 from selection.policy.canary import family_canaries
 from selection.policy.upgrade import UPGRADE_MODE, canaries, is_machinery
-from selection.stage import Candidate, SelectionState, Signals
+from selection.stage import Candidate, OpImpact, SelectionState, Signals
 from test_specs.values.items import SpecItem
 
 #: A whole shared native file without a patch (``Impact.broad``) whose ops have more OpInfos than
@@ -51,7 +51,7 @@ TEMPLATE_ORDER = {t: n for n, t in enumerate((
 class _Hits:
     """What one ChangeSet's impacts reach (see ``Memory._hits``)."""
 
-    by_test: dict[str, list[str]] = field(default_factory=dict)
+    by_test: dict[str, list[OpImpact]] = field(default_factory=dict)
     by_subject: dict[str, list[str]] = field(default_factory=dict)
     fail_soft_areas: dict[str, str] = field(default_factory=dict)
     canary_files: list[str] = field(default_factory=list)
@@ -171,14 +171,14 @@ class Memory:
                 tests = self.index.by_op.get(op, ())
                 if imp.broad and self._own_tests_run(op, tests):  # own OpInfos stand for the op
                     tests = [t for t in tests if t in self._module_ids]
-                reason = f"{imp.filename} → {op} → {len(tests)} tests"
+                impact = OpImpact(f"{imp.filename} → {op} → {len(tests)} tests", len(tests))
                 for t in tests:
-                    hits.by_test.setdefault(t, []).append(reason)
+                    hits.by_test.setdefault(t, []).append(impact)
             for module in sorted(imp.modules):
                 tests = self._by_subject.get(module, [])
-                reason = f"{imp.filename} → module {module} → {len(tests)} tests"
+                impact = OpImpact(f"{imp.filename} → module {module} → {len(tests)} tests", len(tests))
                 for t in tests:
-                    hits.by_test.setdefault(t, []).append(reason)
+                    hits.by_test.setdefault(t, []).append(impact)
             for subject in sorted(imp.opinfos):
                 if imp.definition:
                     reason = imp.why.get(subject) or f"{imp.filename} → OpInfo {subject}"
@@ -187,10 +187,10 @@ class Memory:
                 tests = self._by_subject.get(subject, [])
                 if thin:
                     tests = self._cross_section(tests, imp.aten_ops)
-                reason = f"{imp.filename} → OpInfo {subject} → {len(tests)} tests" + (
-                    " (one per dtype: a whole shared file without a patch)" if thin else "")
+                impact = OpImpact(f"{imp.filename} → OpInfo {subject} → {len(tests)} tests" + (
+                    " (one per dtype: a whole shared file without a patch)" if thin else ""), len(tests))
                 for t in tests:
-                    hits.by_test.setdefault(t, []).append(reason)
+                    hits.by_test.setdefault(t, []).append(impact)
         return hits
 
     def _canaries(self, state: SelectionState, hits: _Hits) -> dict[str, str]:
@@ -255,7 +255,7 @@ class Memory:
         memo: dict[tuple, tuple[str, ...]] = {}  # reasons shared by every soft-kept test of an area
         for cand in pool:
             tid = cand.item.id
-            reasons = list(hits.by_test.get(tid, ()))
+            reasons = [impact.reason for impact in hits.by_test.get(tid, ())]
             reasons += hits.by_subject.get(cand.item.subject, ()) if cand.item.op else []
             if tid in canary:
                 reasons.append(canary[tid])

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from test_specs.expand.opinfo_skips import upstream_mark
 from test_specs.format.loader import Spec, SpecError, load_spec
@@ -76,21 +76,30 @@ def op_db() -> tuple[Any, ...]:
     return tuple(db)
 
 
-def _matches(spec_name: Any, subject: Any) -> bool:
+#: What a database entry is: an ``OpInfo`` of ``op_db`` or a ``ModuleInfo`` of ``module_db``.  It is
+#: known from where the entry came (a ``source:`` entry, a template's ``kind``), never guessed
+#: from the entry's attributes.
+Kind = Literal["op", "module"]
+
+
+def _kind_of(source: str) -> Kind:
+    """``"module"`` for a ``source: module_db`` entry, ``"op"`` for ``source: op_db``."""
+    return "module" if source == "module_db" else "op"
+
+
+def _matches(spec_name: Any, entry: Any, kind: Kind) -> bool:
     """Whether an include/exclude entry (``OpNamed``/``Named``) selects an OpInfo or ModuleInfo."""
-    if _is_module(subject):
-        return spec_name.name == subject.name
+    if kind == "module":
+        return spec_name.name == entry.name
     if getattr(spec_name, "exact", False):
-        return spec_name.name == subject.name and not subject.variant_test_name
-    return spec_name.name == subject.name or spec_name.name == op_subject(subject)
+        return spec_name.name == entry.name and not entry.variant_test_name
+    return spec_name.name == entry.name or spec_name.name == op_subject(entry)
 
 
-def _is_module(subject: Any) -> bool:
-    return hasattr(subject, "module_cls")
-
-
-def _subject(x: Any) -> str:
-    return x.name if _is_module(x) else op_subject(x)
+def _subject(entry: Any, kind: Kind) -> str:
+    """The subject name an item id carries: ``nn.Linear``; ``softmax`` / ``nn.functional.gelu`` /
+    ``max.reduction_with_dim`` (an OpInfo's name and variant)."""
+    return entry.name if kind == "module" else op_subject(entry)
 
 
 @dataclass
@@ -100,14 +109,16 @@ class _Ctx:
     errors: list[SpecError]
 
 
-def _source(kind: str) -> tuple[tuple[Any, ...], str]:
-    return (module_db(), "modules") if kind == "module_db" else (op_db(), "ops")
+def _source(source: str) -> tuple[tuple[Any, ...], str]:
+    """The database of a ``source:`` entry and its edits key (``ops`` / ``modules``)."""
+    return (module_db(), "modules") if source == "module_db" else (op_db(), "ops")
 
 
-def _global_entry(g: Any, x: Any) -> SupportedOp | None:
-    if _is_module(x):
-        return next((m for m in g.supported_modules or [] if m.name == x.name), None)
-    return g.op(x.name, x.variant_test_name)
+def _global_entry(config: Any, entry: Any, kind: Kind) -> SupportedOp | None:
+    """The entry's row in ``global.supported_modules`` / ``global.supported_ops``, if listed."""
+    if kind == "module":
+        return next((m for m in config.supported_modules or [] if m.name == entry.name), None)
+    return config.op(entry.name, entry.variant_test_name)
 
 
 @functools.lru_cache(maxsize=2)
@@ -116,9 +127,9 @@ def _index(source: str) -> tuple[dict[str, list[int]], dict[str, int]]:
     db, _ = _source(source)
     by_name: dict[str, list[int]] = {}
     by_subject: dict[str, int] = {}
-    for i, x in enumerate(db):
-        by_name.setdefault(x.name, []).append(i)
-        by_subject[_subject(x)] = i
+    for i, entry in enumerate(db):
+        by_name.setdefault(entry.name, []).append(i)
+        by_subject[_subject(entry, _kind_of(source))] = i
     return by_name, by_subject
 
 
@@ -157,71 +168,109 @@ def _select(ctx: _Ctx, fi: int, ti: int, test: TestEntry, source: str) -> list[A
     if edits.include:
         chosen = sorted(picked["include"])
     elif gl is not None:
-        chosen = [i for i, x in enumerate(db) if _global_entry(g, x) is not None]
+        chosen = [i for i, x in enumerate(db) if _global_entry(g, x, _kind_of(source)) is not None]
     else:
         chosen = list(range(len(db)))
     return [db[i] for i in chosen if i not in picked["exclude"]]
 
 
-def _add_items(ctx: _Ctx, fi: int, ti: int | None, template: Template, subjects: list[Any],
-               test: TestEntry | None) -> None:
-    spec, g = ctx.spec, ctx.spec.config.global_
-    fentry = spec.config.files[fi]
-    edits = test.edits if test is not None else None
-    include = {d.name: d for d in edits.dtypes.include} if edits else {}
-    exclude = {d.name for d in edits.dtypes.exclude} if edits else set()
-    gdtypes = {d.name for d in g.supported_dtypes}
-    named = [n for n in ((edits.ops.include + edits.modules.include) if edits else []) if getattr(n, "tags", None)]
-    for x in subjects:
-        if template.applies is not None and not template.applies(x):
+@dataclass(frozen=True)
+class _Rule:
+    """Where one test entry (or, for a template no entry lists, the file entry) puts its items."""
+
+    spec: Spec
+    file_index: int
+    test_index: int | None
+    test: TestEntry | None
+
+    @property
+    def file(self) -> Any:
+        return self.spec.config.files[self.file_index]
+
+    def declared(self) -> tuple[Mode, str | None, str | None]:
+        """``(mode, reason, issue)`` as the spec writes them: the test entry's, else the file's
+        ``unlisted_test_mode`` (torch-spyre)."""
+        if self.test is not None:
+            return self.test.mode, self.test.reason, self.test.issue
+        mode = self.file.unlisted_test_mode
+        return mode, self.file.reason or f"not listed in the spec (unlisted_test_mode: {mode})", self.file.issue
+
+
+def _mode_for(rule: _Rule, template: Template, entry: Any, kind: Kind, dtype: str,
+              op_row: SupportedOp | None) -> tuple[Mode, str | None, str | None]:
+    """An item's ``(mode, reason, issue)`` by the precedence of the module docstring: the
+    spec's declared mode; upstream's own OpInfo skip for a ``mandatory_success`` OpInfo item;
+    then ``force_xfail`` of the op or the dtype."""
+    mode, reason, issue = rule.declared()
+    opts_out = rule.test is not None and not rule.test.upstream_skips
+    if kind == "op" and mode == "mandatory_success" and not opts_out:
+        # only the OpInfo's own *skips* apply: upstream never runs those tests (``empty``'s
+        # uninitialised output, CUDA-only variants).  Its expectedFailures describe upstream's
+        # wider tests on its devices; our narrower templates measurably pass most of them
+        # (30 of 30 in the sweep), and a non-strict xfail would hide a real regression there,
+        # so measured spec entries decide those instead.
+        mark = upstream_mark(entry, template.upstream, dtype)
+        if mark is not None and mark.mode == "skip":
+            mode, reason, issue = mark.mode, mark.reason, UPSTREAM_ISSUE
+    dtype_row = rule.spec.config.global_.dtype(dtype)
+    forced_by = op_row if op_row and op_row.force_xfail else dtype_row if dtype_row and dtype_row.force_xfail else None
+    final = effective_mode(mode, forced_by is not None)
+    if final != mode and forced_by is not None:  # force_xfail applied: its own reason/issue win
+        return final, forced_by.reason or f"force_xfail in global config for {forced_by.name!r}", forced_by.issue
+    return final, reason, issue
+
+
+def _dtypes_for(rule: _Rule, template: Template, entry: Any, kind: Kind, op_row: SupportedOp | None) -> list[str]:
+    """The item dtypes of one entry (``effective_dtypes``: global ∩ own ∩ template ∩ op row,
+    + include, − exclude last).  A ModuleInfo's own dtypes are its CPU-reference dtypes; a module
+    can be built in any float dtype, so ``include`` adds dtypes beyond them (OpInfo samples
+    cannot be made in dtypes the OpInfo does not support: there include is limited)."""
+    edits = rule.test.edits if rule.test is not None else None
+    include = {d.name for d in edits.dtypes.include} if edits else set()
+    own = dtype_names(entry.dtypes if kind == "module" else entry.supported_dtypes("cpu"))
+    return effective_dtypes(
+        global_dtypes={d.name for d in rule.spec.config.global_.supported_dtypes},
+        op_dtypes=own | (include if kind == "module" else set()),
+        allowed=set(template.allowed_dtypes) if template.allowed_dtypes is not None else None,
+        op_restrict={d.name for d in op_row.dtypes} if op_row else None,
+        include=include, exclude={d.name for d in edits.dtypes.exclude} if edits else set())
+
+
+def _add_items(ctx: _Ctx, rule: _Rule, template: Template, entries: list[Any]) -> None:
+    """One ``SpecItem`` per (entry, dtype) of ``template`` over ``entries`` (OpInfos or
+    ModuleInfos, by ``template.kind``); an id an earlier test entry produced is an error."""
+    kind: Kind = "module" if template.kind == "module" else "op"
+    config = rule.spec.config.global_
+    edits = rule.test.edits if rule.test is not None else None
+    include_rows = {d.name: d for d in edits.dtypes.include} if edits else {}
+    tagged = [n for n in ((edits.ops.include + edits.modules.include) if edits else []) if getattr(n, "tags", None)]
+    for entry in entries:
+        if template.applies is not None and not template.applies(entry):
             continue
-        subject, sop, is_mod = _subject(x), _global_entry(g, x), _is_module(x)
-        own = dtype_names(x.dtypes if is_mod else x.supported_dtypes("cpu"))
-        # A ModuleInfo's dtypes are its CPU-reference dtypes; a module can be built in any float
-        # dtype, so include adds dtypes beyond them (OpInfo samples cannot: include is limited).
-        dtypes = effective_dtypes(
-            global_dtypes=gdtypes, op_dtypes=own | (set(include) if is_mod else set()),
-            allowed=set(template.allowed_dtypes) if template.allowed_dtypes is not None else None,
-            op_restrict={d.name for d in sop.dtypes} if sop else None,
-            include=set(include), exclude=exclude)
-        for dtype in dtypes:
-            gd = g.dtype(dtype)
-            base: Mode = test.mode if test is not None else fentry.unlisted_test_mode
-            reason = test.reason if test is not None else \
-                (fentry.reason or f"not listed in the spec (unlisted_test_mode: {base})")
-            issue = test.issue if test is not None else fentry.issue
-            up = None if is_mod or base != "mandatory_success" or (test is not None and not test.upstream_skips) \
-                else upstream_mark(x, template.upstream, dtype)
-            # only the OpInfo's own *skips* apply: upstream never runs those tests (``empty``'s
-            # uninitialised output, CUDA-only variants).  Its expectedFailures describe upstream's
-            # wider tests on its devices; our narrower templates measurably pass most of them
-            # (30 of 30 in the sweep), and a non-strict xfail would hide a real regression there,
-            # so measured spec entries decide those instead.
-            if up is not None and up.mode == "skip":
-                base, reason, issue = up.mode, up.reason, UPSTREAM_ISSUE
-            forced = bool(sop and sop.force_xfail) or bool(gd and gd.force_xfail)
-            mode = effective_mode(base, forced)
-            if mode != base:  # force_xfail applied: its own reason/issue win
-                src = sop if sop and sop.force_xfail else gd
-                reason = src.reason or f"force_xfail in global config for {src.name!r}"
-                issue = src.issue
-            tol = effective_tolerance(dtype, include[dtype].precision if dtype in include else None,
-                                      sop.precision(dtype) if sop else None, gd.precision if gd else None)
-            item_id = make_item_id(spec.suite, template.name, subject, dtype)
+        subject, op_row = _subject(entry, kind), _global_entry(config, entry, kind)
+        tags = list(dict.fromkeys((rule.test.tags if rule.test else [])
+                                  + [tag for n in tagged if _matches(n, entry, kind) for tag in n.tags]))
+        for dtype in _dtypes_for(rule, template, entry, kind, op_row):
+            item_id = make_item_id(rule.spec.suite, template.name, subject, dtype)
             if item_id in ctx.items:
-                loc = ("files", fi, "tests", ti, "names") if ti is not None else ("files", fi)
-                ctx.errors.append(spec.error(
+                loc = ("files", rule.file_index, "tests", rule.test_index, "names") \
+                    if rule.test_index is not None else ("files", rule.file_index)
+                ctx.errors.append(rule.spec.error(
                     loc, f"{template.name} for {subject!r} is already produced by an earlier test entry"))
                 continue
-            named_tags = [t for n in named if _matches(n, x) for t in getattr(n, "tags", [])]
-            tags = list(dict.fromkeys((test.tags if test else []) + named_tags))
+            mode, reason, issue = _mode_for(rule, template, entry, kind, dtype, op_row)
+            dtype_row = config.dtype(dtype)
+            tolerance = effective_tolerance(
+                dtype, include_rows[dtype].precision if dtype in include_rows else None,
+                op_row.precision(dtype) if op_row else None, dtype_row.precision if dtype_row else None)
+            declared = mode != "mandatory_success"
             ctx.items[item_id] = SpecItem(
-                id=item_id, suite=spec.suite, template=template.name, upstream=template.upstream,
-                op=None if is_mod else x.name, variant=None if is_mod else (x.variant_test_name or None),
-                module=x.name if is_mod else None, dtype=dtype, mode=mode,
-                reason=reason if mode != "mandatory_success" else None,
-                issue=issue if mode != "mandatory_success" else None, tags=tags, tolerance=tol,
-                max_samples=g.input_config.max_samples)
+                id=item_id, suite=rule.spec.suite, template=template.name, upstream=template.upstream,
+                op=entry.name if kind == "op" else None,
+                variant=(entry.variant_test_name or None) if kind == "op" else None,
+                module=entry.name if kind == "module" else None, dtype=dtype, mode=mode,
+                reason=reason if declared else None, issue=issue if declared else None, tags=tags,
+                tolerance=tolerance, max_samples=config.input_config.max_samples)
 
 
 def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
@@ -230,7 +279,7 @@ def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
     for fi, f in enumerate(spec.config.files):
         if f.source is None:
             continue
-        kind = "module" if f.source == "module_db" else "op"
+        kind = _kind_of(f.source)
         listed: set[str] = set()
         union: dict[int, Any] = {}
         for ti, t in enumerate(f.tests):
@@ -244,10 +293,10 @@ def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
                                                  f"unknown {kind} template {name!r}; known: {known}"))
                     continue
                 listed.add(name)
-                _add_items(ctx, fi, ti, tpl, subjects, t)
+                _add_items(ctx, _Rule(spec, fi, ti, t), tpl, subjects)
         for name, tpl in sorted(TEMPLATES.items()):
             if tpl.builtin and tpl.kind == kind and name not in listed:
-                _add_items(ctx, fi, None, tpl, list(union.values()), None)
+                _add_items(ctx, _Rule(spec, fi, None, None), tpl, list(union.values()))
     return sorted(ctx.items.values(), key=lambda i: i.id), ctx.errors
 
 

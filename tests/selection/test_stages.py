@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selection.heuristics.interface import Heuristic
+from selection.heuristics.interface import Heuristic, HeuristicResult
 from selection.models import ChangedFile, ChangeSet
 from selection.pipeline import refine, to_selection
 from selection.policy.areas import areas_of
@@ -125,7 +125,7 @@ class Always(Heuristic):
     name = "always"
 
     def score(self, candidate, signals):
-        return 0.7, "always"
+        return HeuristicResult(0.7, "always")
 
 
 def test_failing_heuristic_selects_more_and_trial_mode_is_not_used(universe):
