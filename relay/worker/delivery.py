@@ -45,7 +45,7 @@ from relay.settings import Settings
 from relay.store.deliveries import events_of
 from relay.store.run_store import SqlRunStore
 from relay.worker.handlers import HANDLERS, EventHandler
-from relay.worker.job import DeliveryJob, Outcome, Processor, Retry
+from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Processor, Retry
 from relay.worker.processing import process_deliveries
 from relay.worker.progress import DeliveryProgress
 
@@ -142,7 +142,8 @@ class DeliveryWork:
         handler.rerun(delivery.typed, self._fanout_ctx)
         return True
 
-    def _local(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink) -> Run | None:
+    def _local(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink
+               ) -> Run | AttemptResult | None:
         if self.rerun(delivery):
             return None
         if self._processor is None:
