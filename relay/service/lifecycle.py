@@ -74,7 +74,7 @@ def lifespan_for(*, recover: bool, grace_s: float) -> Callable[[FastAPI], Abstra
             await run_in_threadpool(recover_pending, app)
             if state.recovery is not None:
                 state.recovery.start()
-        if state.catchup is not None:
+        if state.catchup is not None and state.catchup.ident is None:  # a thread starts once
             state.catchup.start()
         yield
         if state.catchup is not None:
