@@ -1,10 +1,12 @@
 """The ``relay`` command line (design §3): serve, replay, audit, select, changes, specs
 check/apply, run, quarantine, catch-up, worker, db upgrade.
 
-The commands live in ``relay.cli.replay`` (the main job), ``relay.cli.audit`` (selection's
-recall against real outcomes), ``relay.cli.run`` (select, changes, specs check),
-``relay.cli.spec_run`` (run: whole specs) and ``relay.cli.service`` (serve, worker,
-quarantine, catch-up, db); this module
+Each command lives in the module named after it: ``relay.cli.replay`` (the main job),
+``relay.cli.audit`` (selection's recall against real outcomes), ``relay.cli.select``,
+``relay.cli.changes``, ``relay.cli.specs`` (specs check / apply), ``relay.cli.run`` (whole specs),
+``relay.cli.serve``, ``relay.cli.worker``, ``relay.cli.quarantine``, ``relay.cli.catch_up`` and
+``relay.cli.db`` (db upgrade); the shared pieces are ``relay.cli.common`` (the Typer apps, ``fail``)
+and ``relay.cli.render`` (tables, progress).  This module
 assembles them into one Typer ``app`` (the ``relay`` console script).
 
 Human output (tables, progress) goes to stderr; ``--json`` output alone goes to stdout.  Bad
@@ -15,11 +17,20 @@ never a traceback.
 
 from __future__ import annotations
 
+# the import order is the registration order, which is the order of ``relay --help``
+# isort: off
 from relay.cli import audit as _audit  # noqa: F401 - registers relay audit
 from relay.cli import replay as _replay  # noqa: F401 - registers relay replay
-from relay.cli import run as _run  # noqa: F401 - registers the pipeline commands
-from relay.cli import service as _service  # noqa: F401 - registers the service commands
-from relay.cli import spec_run as _spec_run  # noqa: F401 - registers relay run
+from relay.cli import select as _select  # noqa: F401 - registers relay select
+from relay.cli import changes as _changes  # noqa: F401 - registers relay changes
+from relay.cli import specs as _specs  # noqa: F401 - registers relay specs check / apply
+from relay.cli import serve as _serve  # noqa: F401 - registers relay serve
+from relay.cli import worker as _worker  # noqa: F401 - registers relay worker
+from relay.cli import quarantine as _quarantine  # noqa: F401 - registers relay quarantine
+from relay.cli import catch_up as _catch_up  # noqa: F401 - registers relay catch-up
+from relay.cli import db as _db  # noqa: F401 - registers relay db upgrade
+from relay.cli import run as _run  # noqa: F401 - registers relay run
+# isort: on
 from relay.cli.common import app, fail
 
 __all__ = ["app", "fail", "main"]

@@ -1,227 +1,125 @@
-"""``relay select``, ``relay changes`` and ``relay specs check`` (design §3)."""
+"""``relay run --spec SPEC... [--upstream TORCH_ROOT] [--json]``: whole specs, no selection.
+
+What torch-spyre's ``run_test.sh`` does for its configs: every test a spec names runs, under the
+spec's rules, on the simulated device.  Items: the spec's ``source:`` entries (``op_db`` /
+``module_db`` templates), its captured model-ops / module-tests entries, and — with
+``--upstream`` (else ``$TORCH_ROOT``) — the upstream test files of its ``path:`` entries
+(source-tree mode, ``test_specs.upstream.tree``).  A path matching no file and a name matching no
+test are printed as ``spec:line:col: warning: ...`` (``--strict``: errors, exit 2).
+
+Output: a progress bar with the running totals (stderr), the JUnit XML of the run (``--junit``,
+default ``<workdir>/junit.xml``), and with ``--json`` a summary on stdout::
+
+    {"specs": [...], "upstream": "/src/pytorch" | null, "total": 352, "wall_s": 41.2,
+     "counts": {"passed": 300, "xfailed": 50, "failed": 2}, "junit": ".../junit.xml",
+     "problems": ["spec.yaml:12:9: warning: ..."],
+     "results": [{"id": ..., "outcome": "failed", "duration_ms": 12.0, "message": "..."}]}
+
+Exit code 1 when any test failed, crashed or timed out (``BAD_OUTCOMES``), else 0.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail, settings_or_fail, spec_files_or_fail, specs_app
+from relay.cli.common import app, err, fail, spec_files_or_fail
 
 
-def _select_change(ref: str | None, diff: str | None, files: str | None, changes: str | None,
-                   src_from: str | None, src_to: str | None, upstream: Path | None):
-    """The ChangeSet ``relay select`` was given (exactly one source), or the command ends with a
-    message: REF is detected by content (or, with ``--upstream``, a commit or range)."""
-    from relay.changes.inputs import InputError, changeset_from_diff, changeset_from_pr_files, load_changeset
-    from relay.cli.common import read_change_or_fail
+def _items(specs: list[Path], upstream: Path | None, strict: bool) -> tuple[list[str], list[str]]:
+    """(item ids, diagnostics) of the specs; ends the command on a spec that does not expand."""
+    from test_specs.expand.universe import expand
+    from test_specs.format.loader import SpecLoadError
 
-    pair = src_from is not None or src_to is not None
-    given = [x for x in (ref, diff, files, changes) if x is not None] + ([True] if pair else [])
-    if len(given) != 1 or (pair and (src_from is None or src_to is None)):
-        fail("give exactly one change: REF (a ChangeSet, PR-files JSON or diff file; with --upstream "
-             "a commit or range), --diff, --files, --changes, or both --from and --to")
-    if pair:
-        from relay.changes import ChangeSourceError, build_changeset
-
-        try:
-            return build_changeset(src_from, src_to)
-        except ChangeSourceError as exc:
-            fail(str(exc))
-    if ref is not None:
-        if upstream is not None and ref != "-" and not Path(ref).exists():
-            from relay.changes.gitrange import git_range
-            from relay.errors import GitRangeError
-
-            try:
-                return git_range(upstream, ref, upstream=settings_or_fail().upstream_repo).changeset
-            except GitRangeError as exc:
-                fail(str(exc))
-        return read_change_or_fail(ref)
+    problems: list[str] = []
     try:
-        return (changeset_from_diff(diff) if diff is not None else
-                changeset_from_pr_files(files) if files is not None else load_changeset(changes))
-    except InputError as exc:
+        ids = [it.id for it in expand(specs)]
+        if upstream is not None:
+            from test_specs.upstream.tree import collect
+
+            up, problems = collect(specs, upstream, strict=strict)
+            ids += [it.id for it in up]
+    except SpecLoadError as exc:
         fail(str(exc))
+    except (ValueError, RuntimeError) as exc:
+        fail(str(exc).strip().splitlines()[0] if strict else str(exc))
+    return sorted(set(ids)), problems
 
 
-@app.command()
-def select(
-    ref: Annotated[str | None, typer.Argument(
-        help="A change file — ChangeSet JSON, GitHub PR-files JSON or unified diff, told apart by content (- ="
-        " stdin) — or with --upstream a commit or range A..B.")] = None,
-    diff: Annotated[str | None, typer.Option(
-        "--diff", help="Unified diff (git diff output) file, or - for stdin.")] = None,
-    files: Annotated[str | None, typer.Option("--files", help="GitHub PR-files JSON array, as-is (- = stdin).")] = None,
-    changes: Annotated[str | None, typer.Option("--changes", help="A ChangeSet JSON file.")] = None,
-    src_from: Annotated[str | None, typer.Option(
-        "--from", help="Old version: wheel, tree or REPO@REV (upgrade mode).")] = None,
-    src_to: Annotated[str | None, typer.Option(
-        "--to", help="New version: wheel, tree or REPO@REV (upgrade mode).")] = None,
-    upstream: Annotated[Path | None, typer.Option(
-        "--upstream", exists=True, file_okay=False,
-        help="A PyTorch checkout REF's commit or range is read from, and the kernels a changed native "
-        "file defines (default RELAY_UPSTREAM_CHECKOUT).")] = None,
-    upgrade: Annotated[bool | None, typer.Option(
-        "--upgrade/--pr", help="Selection mode (default: upgrade when base/head are versions).")] = None,
-    budget_minutes: Annotated[float | None, typer.Option(
-        "--budget-minutes", min=0, help="Cut the ranked list to this much measured test time.")] = None,
-    source_root: Annotated[Path | None, typer.Option(
-        "--source-root", help="PyTorch source tree for the source map (default: the installed torch).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the Selection as JSON on stdout.")] = False,
-    spec: Annotated[list[Path] | None, typer.Option(
-        help="Spec files or directories of them (default: the bundled specs).")] = None,
-    backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
+def _existing_parent(path: Path) -> Path:
+    """The nearest existing folder at or above ``path``'s parent (``--junit`` creates the rest)."""
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    return parent
+
+
+@app.command("run")
+def run_specs(
+    spec: Annotated[list[Path], typer.Option("--spec", help="Spec file (repeatable).")],
+    upstream: Annotated[Path | None, typer.Option(help="PyTorch checkout for path: entries "
+                                                       "(default $TORCH_ROOT).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write the JUnit XML here.")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Run directory (default: a new temp dir).")] = None,
+    device: Annotated[str, typer.Option(help="spyre or cpu.")] = "spyre",
+    shards: Annotated[int, typer.Option(min=1, help="pytest-xdist workers.")] = 1,
+    reruns: Annotated[int, typer.Option(min=0, help="Reruns of a failing test.")] = 0,
+    timeout: Annotated[int, typer.Option(min=1, help="Seconds per test.")] = 300,
+    strict: Annotated[bool, typer.Option(help="Diagnostics are errors.")] = False,
 ) -> None:
-    """Stages 1–3 only: print which tests a change selects, with reasons (design §4 with --json)."""
-    from rich.markup import escape
+    """Run whole specs without selection; progress, JUnit XML and a summary with counts."""
+    from relay.cli.render import BarProgress
+    from test_specs.run.runner import run_items
+    from test_specs.values.results import BAD_OUTCOMES, OUTCOMES
 
-    from relay.cli.render import BarProgress, stage_table
-    from relay.errors import SpecsInvalid
-    from relay.pipeline.indexing import build_selector
-    from relay.pipeline.specs import default_specs, load_items
-    from selection.pipeline import to_selection
-
-    cs = _select_change(ref, diff, files, changes, src_from, src_to, upstream)
-    pair = src_from is not None
-    if upgrade is None:
-        mode = "upgrade" if pair else "auto"  # two versions given: upgrade mode
-    else:
-        mode = "upgrade" if upgrade else "pr"
-    settings = settings_or_fail()
-    try:
-        items = load_items(spec_files_or_fail(spec) or default_specs(), cache_dir=settings.state_dir / "index")
-    except SpecsInvalid as exc:
-        fail(str(exc))
+    specs = spec_files_or_fail(spec) or []
+    root = upstream if upstream is not None else (Path(os.environ["TORCH_ROOT"]) if os.environ.get("TORCH_ROOT")
+                                                   else None)
+    if root is not None and not root.is_dir():
+        fail(f"--upstream {root}: not a directory")
+    if junit is not None and (junit.is_dir() or not os.access(_existing_parent(junit), os.W_OK)):
+        fail(f"--junit {junit}: not a writable file path")
+    started = time.monotonic()
     progress = BarProgress(err)
+    progress.phase("collecting")
+    ids, problems = _items(specs, root.resolve() if root else None, strict)
+    for line in problems:
+        err.print(line, markup=False, highlight=False)
+    wd = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="relay-run-"))
+    progress.total(len(ids))
+    progress.phase("running tests")
     try:
-        selector = build_selector(items, profile=backend, cache_dir=settings.state_dir / "index",
-                                  progress=progress, source_root=source_root,
-                                  upstream_checkout=upstream or settings.upstream_checkout)
-    except KeyError as exc:
-        fail(str(exc.args[0]))
+        results = run_items(ids, specs, workdir=wd, device=device, reruns=reruns, timeout_s=timeout,
+                            on_result=progress.result, shards=shards, upstream=root)
     finally:
         progress.close()
-    durations = None
-    if budget_minutes is not None:
-        from relay.store.durations import durations_from_db  # SQLAlchemy: seconds; only for a budget
-
-        durations = durations_from_db(settings.database_url)
-    state = selector.select_state(cs, mode=mode, budget_minutes=budget_minutes, durations=durations)
-    selection = to_selection(state)
-    if json_out:
-        sys.stdout.write(selection.model_dump_json(indent=1, by_alias=True) + "\n")
-        return
-    err.print(f"mode: {state.mode}; {len(selection.selected)} of {selection.universe} selected "
-              f"({len(selection.to_run)} to run)", highlight=False)
-    err.print(stage_table(selection))
-    for note in state.notes[:20]:
-        err.print(f"[dim]note:[/dim] {escape(note)}", highlight=False)
-    for t in selection.selected[:50]:
-        why = escape(t.reasons[-1]) if t.reasons else ""
-        err.print(f"{t.score:.2f} {t.mode:<17} {escape(t.id)}  [dim]{why}[/dim]", highlight=False)
-    if len(selection.selected) > 50:
-        err.print(f"… {len(selection.selected) - 50} more (use --json for all)")
-
-
-@app.command()
-def changes(
-    src_from: Annotated[str, typer.Option("--from", help="Old wheel (.whl) or extracted tree.")],
-    src_to: Annotated[str, typer.Option("--to", help="New wheel (.whl) or extracted tree.")],
-    out: Annotated[Path | None, typer.Option(help="Write the ChangeSet here instead of stdout.")] = None,
-    title: Annotated[str, typer.Option(help="Title recorded in the ChangeSet.")] = "",
-) -> None:
-    """Build a ChangeSet (files and changed top-level symbols) from two wheels or trees."""
-    from relay.changes import ChangeSourceError, build_changeset
-
-    try:
-        cs = build_changeset(src_from, src_to, title=title)
-    except ChangeSourceError as exc:
-        fail(str(exc))
-    text = cs.model_dump_json(indent=1, exclude_none=True) + "\n"
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-        err.print(f"wrote {out}: {len(cs.files)} files")
-
-
-@specs_app.command("check")
-def specs_check(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Spec files or directories.")] = None,
-    strict: Annotated[bool, typer.Option(help="Also require a reason (key or comment) on skip/xfail.")] = False,
-) -> None:
-    """Validate specs; print every error as file:line:col: message; exit 1 on any.  Warnings
-    (file:line:col: warning: ..., e.g. dtypes the Spyre device refuses) never change the exit."""
-    from relay.pipeline.specs import default_specs
-    from test_specs.authoring.check import check_specs
-    from test_specs.authoring.device_dtypes import dtype_warnings
-
-    targets = spec_files_or_fail(paths) if paths else default_specs()
-    errors = check_specs(targets, strict=strict)
-    for e in errors:
-        typer.echo(e.format())
-    warnings = dtype_warnings(targets)
-    for w in warnings:
-        typer.echo(w.format())
-    if errors:
-        err.print(f"{len(errors)} error(s) in {len(targets)} file(s)")
-        raise typer.Exit(1)
-    err.print(f"{len(targets)} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
-
-
-@specs_app.command("apply")
-def specs_apply(
-    proposal: Annotated[str, typer.Argument(
-        help="A run's spec-proposal.patch (.relay/runs/<id>/), or a stored run's id.")],
-    root: Annotated[Path | None, typer.Option(
-        "--root", exists=True, file_okay=False,
-        help="Apply from this directory (default: the proposal's root: line).")] = None,
-) -> None:
-    """Apply stage 4's spec write-back with git apply, then check the patched specs; exit 1 if
-    it does not apply (nothing changed) or a patched spec has errors."""
-    from relay.errors import InputError
-    from relay.pipeline.writeback import apply_proposal
-    from test_specs.authoring.check import check_specs
-
-    text = _proposal_text(proposal)
-    try:
-        files = apply_proposal(text, root)
-    except InputError as exc:
-        fail(str(exc))
-    for f in files:
-        err.print(f"patched {f}")
-    errors = check_specs(files)
-    for e in errors:
-        typer.echo(e.format())
-    if errors:
-        raise typer.Exit(1)
-
-
-def _proposal_text(proposal: str) -> str:
-    """The text of a proposal file, or of the stored run ``proposal``'s write-back."""
-    path = Path(proposal)
-    if path.is_file():
+    counts = {o: n for o in OUTCOMES if (n := sum(r.outcome == o for r in results))}
+    xml = wd / "junit.xml"
+    if junit is not None and xml.exists():
         try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"{proposal}: cannot read the proposal: {exc}")
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from relay.errors import RunNotFound
-    from relay.store import load_run, make_engine, make_session_factory
-
-    engine = make_engine(settings_or_fail().database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            run = load_run(session, proposal)
-    except (RunNotFound, SQLAlchemyError):
-        fail(f"{proposal}: neither a proposal file nor a stored run id")
-    finally:
-        engine.dispose()
-    if not run.spec_proposal:
-        fail(f"run {proposal} proposed no spec edit")
-    return run.spec_proposal
+            junit.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(xml, junit)
+            xml = junit
+        except OSError as exc:  # the run's own copy stays in the run directory
+            err.print(f"error: --junit {junit}: {exc.strerror or exc}; the JUnit XML stays at {xml}",
+                      markup=False, highlight=False)
+    summary = {"specs": [str(s) for s in specs], "upstream": str(root) if root else None, "total": len(results),
+               "wall_s": round(time.monotonic() - started, 1), "counts": counts,
+               "junit": str(xml) if xml.exists() else None, "problems": problems,
+               "results": [{"id": r.id, "outcome": r.outcome, "duration_ms": r.duration_ms,
+                            **({"message": r.message} if r.message else {})} for r in results]}
+    if json_out:
+        sys.stdout.write(json.dumps(summary, indent=1) + "\n")
+    err.print(f"{len(results)} tests in {summary['wall_s']} s: " +
+              (", ".join(f"{n} {o}" for o, n in counts.items()) or "nothing ran") + f"; JUnit XML {summary['junit']}")
+    if any(r.outcome in BAD_OUTCOMES for r in results):
+        raise typer.Exit(1)

@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from relay.crcr.yamlsource import YamlSource, load_yaml_text
 from relay.errors import AllowlistError
+from relay.github.constants import CRCR_LABEL_PREFIX
 
-__all__ = ["AllowEntry", "Allowlist", "AllowlistSource", "parse_allowlist", "LEVELS",
-           "SUPPORTED_EVENTS", "DEFAULT_EVENTS", "allowlist_for"]
+__all__ = ["AllowEntry", "Allowlist", "AllowlistProvider", "AllowlistSource", "FixedAllowlist",
+           "parse_allowlist", "LEVELS", "SUPPORTED_EVENTS", "DEFAULT_EVENTS", "allowlist_source"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class AllowEntry:
     @property
     def checks_label(self) -> str | None:
         """The PR label that enables check runs for an L3 entry (``ciflow/crcr/<device>``)."""
-        return f"ciflow/crcr/{self.device}" if self.level == "L3" and self.device else None
+        return f"{CRCR_LABEL_PREFIX}{self.device}" if self.level == "L3" and self.device else None
 
 
 @dataclass(frozen=True)
@@ -251,12 +251,34 @@ class AllowlistSource(YamlSource[Allowlist]):
                          transport=transport)
 
 
-def allowlist_for(location: str | None, backend: str, *, refresh_s: float = 5.0) -> Callable[[], Allowlist]:
-    """The current-allowlist callable for ``RELAY_ALLOWLIST`` (``location``): a reloading
-    ``AllowlistSource``'s ``get`` (its ``refresh`` reachable as ``.__self__.refresh``), or —
-    unset — the local ``backend`` alone at L2 (results on the dashboard, nothing dispatched).
-    Raises ``AllowlistError`` when the first load fails."""
+class AllowlistProvider(Protocol):
+    """Where the current allowlist comes from: ``get()`` is called per delivery or callback
+    (cheap; a file or URL is re-checked at most every few seconds), ``refresh()`` re-reads it now
+    and raises ``ConfigError`` on failure (the previous one is kept) — the demotion reconcile
+    calls it before ending a demotion (``relay.crcr.demotion``)."""
+
+    def get(self) -> Allowlist: ...
+
+    def refresh(self) -> Allowlist: ...
+
+
+@dataclass(frozen=True)
+class FixedAllowlist:
+    """An allowlist that never changes (``RELAY_ALLOWLIST`` unset): ``refresh`` returns it."""
+
+    allowlist: Allowlist
+
+    def get(self) -> Allowlist:
+        return self.allowlist
+
+    def refresh(self) -> Allowlist:
+        return self.allowlist
+
+
+def allowlist_source(location: str | None, backend: str, *, refresh_s: float = 5.0) -> AllowlistProvider:
+    """The allowlist of ``RELAY_ALLOWLIST`` (``location``): a reloading ``AllowlistSource``, or —
+    unset — a ``FixedAllowlist`` of the local ``backend`` alone at L2 (results on the dashboard,
+    nothing dispatched).  Raises ``AllowlistError`` when the first load fails."""
     if not location:
-        fixed = Allowlist.local_only(backend, "L2")
-        return lambda: fixed
-    return AllowlistSource(location, refresh_s=refresh_s).get
+        return FixedAllowlist(Allowlist.local_only(backend, "L2"))
+    return AllowlistSource(location, refresh_s=refresh_s)

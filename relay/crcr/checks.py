@@ -29,7 +29,6 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.crcr.demotion import suppressed
-from relay.domain.delivery import Delivery
 from relay.github.checks import (
     CHECK_CONCLUSIONS,
     create_check_run,
@@ -37,6 +36,8 @@ from relay.github.checks import (
     upsert_marked_comment,
 )
 from relay.github.client import GitHubClient
+from relay.github.constants import CRCR_LABEL_PREFIX, FAILING_CONCLUSIONS
+from relay.github.events import PullRequestEvent
 from relay.store.dispatches import pr_labels, record_labels
 from relay.store.jobs import jobs_for_pr
 from relay.store.outbox import enqueue
@@ -65,7 +66,7 @@ def checks_enabled(session: Session, dispatch: DispatchRecord) -> bool:
         return True
     if dispatch.level != "L3" or not dispatch.device:
         return False
-    label = f"ciflow/crcr/{dispatch.device}"
+    label = f"{CRCR_LABEL_PREFIX}{dispatch.device}"
     if label in (dispatch.labels or []):
         return True
     return label in pr_labels(session, dispatch.upstream, dispatch.pr_number)
@@ -144,7 +145,7 @@ def sync_comment(session: Session, gh: GitHubClient, job_id: int) -> str:
         return "demoted"
     failing = [j for j, d in jobs_for_pr(session, dispatch.upstream, dispatch.pr_number)
                if j.repo == dispatch.repo and d.head_sha == dispatch.head_sha
-               and j.conclusion in ("failure", "timed_out", "cancelled", "startup_failure")]
+               and j.conclusion in FAILING_CONCLUSIONS]
     marker = comment_marker(dispatch.repo)
     lines = [marker, f"**{dispatch.repo}** ({dispatch.level}) reports failing jobs on "
              f"`{(dispatch.head_sha or '')[:12]}`:", ""]
@@ -155,27 +156,23 @@ def sync_comment(session: Session, gh: GitHubClient, job_id: int) -> str:
     return "created" if created else "updated"
 
 
-def on_labeled(delivery: Delivery, session_factory: sessionmaker[Session]) -> int:
-    """For a ``pull_request`` ``labeled`` delivery with ``ciflow/crcr/<device>``: queue check
-    syncs for that device's L3 jobs on the PR (label after or during the run); returns how many."""
-    if delivery.event != "pull_request" or delivery.payload.get("action") != "labeled":
+def on_labeled(event: PullRequestEvent, session_factory: sessionmaker[Session]) -> int:
+    """For a ``pull_request`` ``labeled`` event with ``ciflow/crcr/<device>``: queue check
+    syncs for that device's L3 jobs on the PR (label after or during the run); returns how many
+    (0 for any other action or label)."""
+    label = event.label.name if event.label is not None else ""
+    if event.action != "labeled" or not label.startswith(CRCR_LABEL_PREFIX):
         return 0
-    label = str((delivery.payload.get("label") or {}).get("name", ""))
-    if not label.startswith("ciflow/crcr/"):
-        return 0
-    device = label.removeprefix("ciflow/crcr/")
-    upstream = (delivery.payload.get("repository") or {}).get("full_name", "")
-    number = delivery.payload.get("number")
-    if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**31:
-        return 0
+    device = label.removeprefix(CRCR_LABEL_PREFIX)
+    upstream, number = event.repository.full_name, event.number
     queued = 0
     with session_factory() as session:
-        record_labels(session, upstream, int(number), [label])
-        for job, dispatch in jobs_for_pr(session, upstream, int(number)):
+        record_labels(session, upstream, number, [label])
+        for job, dispatch in jobs_for_pr(session, upstream, number):
             if dispatch.level == "L3" and dispatch.device == device and \
                     (job.check_run_id is not None or not suppressed(session, "L3", job.repo)):
                 enqueue(session, "check", {"job_id": job.id})
-                if job.conclusion in ("failure", "timed_out", "cancelled", "startup_failure"):
+                if job.conclusion in FAILING_CONCLUSIONS:
                     enqueue(session, "comment", {"job_id": job.id})
                 queued += 1
         session.commit()

@@ -1,9 +1,9 @@
 """Fan-out: one ``repository_dispatch`` per allowlisted downstream repo for each dispatched delivery.
 
-Called once per processed delivery (``relay.crcr.events.handle_upstream``, after the delivery is
-claimed and before the local backend runs) for the events CRCR dispatches: ``pull_request``
-opened / reopened / synchronize / closed and every ``push`` of the upstream (CRCR
-``webhook/event_handler.py``).  Targets: every external allowlist entry subscribed to
+Called once per processed delivery (the ``fanout`` of its entry in ``relay.worker.handlers``,
+after the delivery is claimed and parsed and before the local backend runs) for the events
+CRCR dispatches: ``pull_request`` opened / reopened / synchronize / closed and every ``push`` of
+the upstream (CRCR ``webhook/event_handler.py``).  Targets: every external allowlist entry subscribed to
 ``pull_request`` events (all of them unless its ``events`` metadata says ``nightly`` only),
 sorted by name.  For each:
 
@@ -27,9 +27,10 @@ GitHub's 204 and the ``sent`` commit sends that repository_dispatch again; downs
 ``client_payload.delivery_id`` (the ``X-GitHub-Delivery`` GUID, identical on every re-send).
 
 ``change_facts`` gives the PR context check runs need (CRCR ``utils/misc.py``
-``extract_pr_context``): a pull request's number and head; for a push, the PR of a
-``refs/tags/ciflow/trunk/<pr>`` tag and ``after`` — any other push has no PR, so no check run;
-a deleted ref (``after`` = forty zeros) has no head.
+``extract_pr_context``), read from the typed event: a pull request's number and head; for a
+push, the PR of a ``refs/tags/ciflow/trunk/<pr>`` tag and ``after`` — any other push has no PR,
+so no check run; a deleted ref (``after`` = forty zeros) has no head.  What is sent downstream
+is the delivery's verbatim payload, never the typed event re-serialised.
 """
 
 from __future__ import annotations
@@ -47,17 +48,16 @@ from relay.crcr.tokens import issue_dispatch_token
 from relay.domain.delivery import Delivery
 from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
+from relay.github.constants import CIFLOW_TRUNK_PREFIX, CRCR_LABEL_PREFIX, PR_NUMBER_MAX, ZERO_SHA
+from relay.github.events import PullRequestEvent, PushEvent
 from relay.settings import Settings
 from relay.store.dispatches import ensure_dispatch, mark_dispatch, record_labels
 
-__all__ = ["FanoutContext", "fan_out", "targets", "change_facts", "CALLBACK_PATH", "ZERO_SHA",
-           "CIFLOW_TRUNK_PREFIX", "DispatchPending"]
+__all__ = ["FanoutContext", "ChangeFacts", "fan_out", "targets", "change_facts", "CALLBACK_PATH",
+           "DispatchPending"]
 
 log = logging.getLogger(__name__)
 CALLBACK_PATH = "/api/crcr/callback"
-ZERO_SHA = "0" * 40
-#: pushes of these tags are a PR's trunk CI (``ciflow/trunk/<pr>``); other pushes have no PR
-CIFLOW_TRUNK_PREFIX = "refs/tags/ciflow/trunk/"
 
 
 class DispatchPending(GitHubAPIError):
@@ -75,30 +75,32 @@ class FanoutContext:
     github: Callable[[], GitHubClient]
 
 
-def _pr_number(value: Any) -> int | None:
-    """A PR number that fits the store (1 .. 2**31 - 1), else ``None``."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    return value if isinstance(value, int) and 0 < value < 2**31 else None
+@dataclass(frozen=True)
+class ChangeFacts:
+    """The PR context of a delivery (for dispatch rows, check runs and comments): the upstream
+    repository, the head commit (``None``: a deleted ref), the PR number (``None``: a push
+    that is no PR's trunk CI) and the PR's label names."""
+
+    upstream: str
+    head_sha: str | None
+    pr_number: int | None
+    labels: tuple[str, ...] = ()
 
 
-def change_facts(delivery: Delivery) -> dict[str, Any]:
-    """``{upstream, head_sha, pr_number, labels}`` of a delivery (for checks and comments)."""
-    p = delivery.payload
-    upstream = str((p.get("repository") or {}).get("full_name", ""))
-    if delivery.event == "pull_request":
-        pr = p.get("pull_request") or {}
-        head = (pr.get("head") or {}).get("sha")
-        labels = [str(lb.get("name", "")) for lb in pr.get("labels") or [] if isinstance(lb, dict)]
-        return {"upstream": upstream, "head_sha": head if isinstance(head, str) else None,
-                "pr_number": _pr_number(p.get("number", pr.get("number"))), "labels": labels}
-    after, ref = p.get("after"), str(p.get("ref") or "")
-    pr_number = _pr_number(ref.removeprefix(CIFLOW_TRUNK_PREFIX)) \
-        if ref.startswith(CIFLOW_TRUNK_PREFIX) else None
-    head = after if isinstance(after, str) and after != ZERO_SHA else None
-    return {"upstream": upstream, "head_sha": head, "pr_number": pr_number, "labels": []}
+def _trunk_pr(ref: str) -> int | None:
+    """The PR of a ``refs/tags/ciflow/trunk/<pr>`` push when it fits the store, else ``None``."""
+    number = ref.removeprefix(CIFLOW_TRUNK_PREFIX) if ref.startswith(CIFLOW_TRUNK_PREFIX) else ""
+    return int(number) if number.isascii() and number.isdigit() and 0 < int(number) <= PR_NUMBER_MAX else None
+
+
+def change_facts(event: PullRequestEvent | PushEvent) -> ChangeFacts:
+    """The ``ChangeFacts`` of a typed ``pull_request`` or ``push`` event (module docstring)."""
+    upstream = event.repository.full_name
+    if isinstance(event, PullRequestEvent):
+        return ChangeFacts(upstream, event.pull_request.head.sha, event.number,
+                           tuple(label.name for label in event.pull_request.labels))
+    head = event.after if event.after != ZERO_SHA else None
+    return ChangeFacts(upstream, head, _trunk_pr(event.ref))
 
 
 def targets(allowlist: Allowlist) -> list[AllowEntry]:
@@ -107,14 +109,15 @@ def targets(allowlist: Allowlist) -> list[AllowEntry]:
     return allowlist.external("pull_request")
 
 
-def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
-    """Dispatch ``delivery`` to every target; returns ``{repo: final status}``."""
-    facts = change_facts(delivery)
+def fan_out(delivery: Delivery, facts: ChangeFacts, ctx: FanoutContext) -> dict[str, str]:
+    """Dispatch ``delivery`` (its verbatim payload) to every target, with ``facts`` (its typed
+    event's ``change_facts``) on the dispatch rows; returns ``{repo: final status}``.  Raises
+    ``DispatchPending`` (module docstring)."""
     sf = ctx.session_factory
-    ciflow = [lb for lb in facts["labels"] if lb.startswith("ciflow/crcr/")]
-    if facts["pr_number"] is not None and ciflow:  # only these labels gate anything (L3)
+    ciflow = [lb for lb in facts.labels if lb.startswith(CRCR_LABEL_PREFIX)]
+    if facts.pr_number is not None and ciflow:  # only these labels gate anything (L3)
         with sf() as session:
-            record_labels(session, facts["upstream"], int(facts["pr_number"]), ciflow)
+            record_labels(session, facts.upstream, facts.pr_number, ciflow)
     todo = targets(ctx.allowlist())
     if not todo:
         return {}
@@ -126,9 +129,9 @@ def fan_out(delivery: Delivery, ctx: FanoutContext) -> dict[str, str]:
             with sf() as session:
                 row = ensure_dispatch(session, delivery_id=delivery.id, repo=entry.name,
                                       level=entry.level, device=entry.device,
-                                      event_type=delivery.event, upstream=facts["upstream"],
-                                      head_sha=facts["head_sha"], pr_number=facts["pr_number"],
-                                      labels=facts["labels"], status="pending")
+                                      event_type=delivery.event, upstream=facts.upstream,
+                                      head_sha=facts.head_sha, pr_number=facts.pr_number,
+                                      labels=list(facts.labels), status="pending")
                 row_id, status = row.id, row.status
             if status == "sent":
                 outcome[entry.name] = "sent"

@@ -16,32 +16,33 @@ Rules (CRCR ``webhook/event_handler.py`` ``_handle_check_run_rerequested`` /
   retried when transient, else ends ``failed`` with it); within a suite it is logged and the
   other runs still re-run (CRCR).
 
-Each function is called once per processed ``check_run`` / ``check_suite`` delivery and returns
-the ``(repo, run id)`` pairs re-run.
+Each function is called once per processed ``check_run`` / ``check_suite`` delivery (the
+``rerun`` of its entry in ``relay.worker.handlers``) with its typed event, and returns the
+``(repo, run id)`` pairs re-run.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from relay.crcr.allowlist import Allowlist
 from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
+from relay.github.events import CheckRun, CheckRunEvent, CheckSuiteEvent
 
 __all__ = ["crcr_target", "rerun_check_run", "rerun_check_suite", "rerun_failed_jobs"]
 
 log = logging.getLogger(__name__)
 
 
-def crcr_target(check_run: dict[str, Any], allowlist: Allowlist) -> tuple[str, int] | None:
+def crcr_target(check_run: CheckRun, allowlist: Allowlist) -> tuple[str, int] | None:
     """``(repo, run id)`` a crcr check run points at when the repo is L3+, else ``None``."""
-    parts = str(check_run.get("name") or "").split("/")
+    parts = check_run.name.split("/")
     if len(parts) < 4 or parts[0] != "crcr":
         return None
     repo = f"{parts[1]}/{parts[2]}"
-    run_id = str(check_run.get("external_id") or "").split(":", 1)[0]
+    run_id = check_run.external_id.split(":", 1)[0]
     if not run_id.isdigit() or allowlist.level_of(repo) not in ("L3", "L4"):
         return None
     return repo, int(run_id)
@@ -61,34 +62,35 @@ def rerun_failed_jobs(gh: GitHubClient, repo: str, run_id: int) -> bool:
     return True
 
 
-def rerun_check_run(payload: dict[str, Any], allowlist: Allowlist,
+def rerun_check_run(event: CheckRunEvent, allowlist: Allowlist,
                     github: Callable[[], GitHubClient]) -> list[tuple[str, int]]:
     """Re-run the failed jobs behind one rerequested crcr check run (module docstring)."""
-    target = crcr_target(payload.get("check_run") or {}, allowlist)
+    target = crcr_target(event.check_run, allowlist)
     if target is None:
         return []
     with github() as gh:
         return [target] if rerun_failed_jobs(gh, *target) else []
 
 
-def _suite_runs(gh: GitHubClient, upstream: str, suite_id: int) -> list[dict[str, Any]]:
-    runs: list[dict[str, Any]] = []
+def _suite_runs(gh: GitHubClient, upstream: str, suite_id: int) -> list[CheckRun]:
+    """The suite's check runs (GitHub REST ``GET /repos/{upstream}/check-suites/{id}/check-runs``,
+    100 a page, at most 30 pages)."""
+    runs: list[CheckRun] = []
     for page in range(1, 31):  # GitHub lists at most 1,000 check runs per suite
         body = gh.get(f"/repos/{upstream}/check-suites/{suite_id}/check-runs",
                       {"per_page": 100, "page": page}).json()
         batch = body.get("check_runs") or []
-        runs.extend(batch)
+        runs.extend(CheckRun.model_validate(item) for item in batch)
         if not batch or len(runs) >= int(body.get("total_count", len(runs))):
             break
     return runs
 
 
-def rerun_check_suite(payload: dict[str, Any], allowlist: Allowlist,
+def rerun_check_suite(event: CheckSuiteEvent, allowlist: Allowlist,
                       github: Callable[[], GitHubClient]) -> list[tuple[str, int]]:
     """Re-run each distinct L3+ downstream run of a rerequested check suite (module docstring)."""
-    suite_id = (payload.get("check_suite") or {}).get("id")
-    upstream = str((payload.get("repository") or {}).get("full_name", ""))
-    if not isinstance(suite_id, int) or isinstance(suite_id, bool):
+    suite_id, upstream = event.check_suite.id, event.repository.full_name
+    if suite_id is None:
         return []
     done: list[tuple[str, int]] = []
     with github() as gh:

@@ -22,7 +22,7 @@ ones were stored; a failure older than the margin before a stored delivery is ou
 window (run ``relay catch-up --since`` to look further back).
 
 ``relay serve`` runs one catch-up in a background thread at startup when
-``RELAY_CATCHUP_HOOK_ID`` is set (``start_catch_up``); ``relay catch-up`` runs one on demand.
+``RELAY_CATCHUP_HOOK_ID`` is set (``startup_catch_up``); ``relay catch-up`` runs one on demand.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ __all__ = [
     "catch_up",
     "catch_up_from_settings",
     "parse_since",
-    "start_catch_up",
+    "startup_catch_up",
     "StartupCatchUp",
     "window_start",
 ]
@@ -248,12 +248,10 @@ class StartupCatchUp(threading.Thread):
                       self._settings.catchup_hook_id, self._settings.upstream_repo, exc)
 
 
-def start_catch_up(session_factory: SessionFactory, settings: Settings,
-                   delay_s: float = STARTUP_DELAY_S) -> StartupCatchUp | None:
-    """Start a ``StartupCatchUp`` when ``settings.catchup_hook_id`` is set (else ``None``);
-    returns at once."""
+def startup_catch_up(session_factory: SessionFactory, settings: Settings,
+                     delay_s: float = STARTUP_DELAY_S) -> StartupCatchUp | None:
+    """A ``StartupCatchUp``, not started yet (the app's startup starts it), when
+    ``settings.catchup_hook_id`` is set; else ``None``."""
     if settings.catchup_hook_id is None:
         return None
-    worker = StartupCatchUp(session_factory, settings, delay_s)
-    worker.start()
-    return worker
+    return StartupCatchUp(session_factory, settings, delay_s)

@@ -11,7 +11,7 @@ patches (GitHub REST docs, "Compare two commits" and "Get a commit"):
   commits come from the compare API, paged): each commit's files with ``patch``, paged by
   ``Link`` up to 3,000 files.  The per-commit patches of one path are concatenated in commit
   order (hunks of several commits; attribution reads names from hunks, not line numbers), and a
-  path's status composes as in ``relay.github.webhooks.push_changeset``.  The ChangeSet's
+  path's status composes as in ``relay.github.events.push_changeset``.  The ChangeSet's
   ``notes`` say which source was used, so every selection reason can carry it.
 
 Nothing here raises for GitHub trouble: ``with_patches`` returns the ChangeSet it was given plus a

@@ -40,6 +40,7 @@ from relay.github.webhooks import ignored_reason, intake_status
 from relay.service.body import BodyRefused, read_body
 from relay.service.jsonbody import parse_json_body
 from relay.service.metrics import event_label
+from relay.service.state import RelayState
 
 __all__ = ["WebhookIntake", "RelayApp", "WEBHOOK_BODY_CAP", "WEBHOOK_PATH"]
 
@@ -61,11 +62,11 @@ async def _respond(send: Any, status: int, body: dict[str, Any]) -> None:
 
 class WebhookIntake:
     """The ASGI handler of ``POST /webhooks/github`` (an HTTP scope with that path).
-    ``state`` is the FastAPI app's ``state`` (webhook secret, writer, queue, metrics).
-    An unexpected error is logged and answered 500 ``{"detail": ...}`` (JSON, like every other
-    route), before or without storing the delivery."""
+    ``state`` is the app's ``RelayState`` (webhook secret, writer, queue, metrics; read at each
+    request, so a replaced queue takes effect).  An unexpected error is logged and answered 500
+    ``{"detail": ...}`` (JSON, like every other route), before or without storing the delivery."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: RelayState) -> None:
         self.state = state
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -141,10 +142,16 @@ class WebhookIntake:
 
 
 class RelayApp(FastAPI):
-    """The relay's FastAPI application: ``POST /webhooks/github`` goes straight to ``intake``
-    (when set), ahead of Starlette's middleware stack; every other request is FastAPI's."""
+    """The relay's FastAPI application, built with its ``RelayState`` in one step: ``state`` is
+    that object (Starlette only ever assigns ``app.state``, so routes read it typed through
+    ``relay.service.deps.StateDep``); with ``webhooks``, ``POST /webhooks/github`` goes straight
+    to the ``WebhookIntake``, ahead of Starlette's middleware stack; every other request is
+    FastAPI's.  ``fastapi_options`` are ``FastAPI``'s (title, lifespan, ...)."""
 
-    intake: WebhookIntake | None = None
+    def __init__(self, state: RelayState, *, webhooks: bool, **fastapi_options: Any) -> None:
+        super().__init__(**fastapi_options)
+        self.state: RelayState = state  # type: ignore[assignment]  # replaces Starlette's bag
+        self.intake = WebhookIntake(state) if webhooks else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if self.intake is not None and scope["type"] == "http" and scope["path"] == WEBHOOK_PATH:

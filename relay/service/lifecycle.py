@@ -19,9 +19,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from relay.github.catchup import start_catch_up
-from relay.settings import Settings
-from relay.store.checkpoint import WalCheckpointer
+from relay.service.state import RelayState
 from relay.store.deliveries import pending_deliveries, reset_stale_processing
 from relay.worker.queue import InProcessQueue
 
@@ -34,12 +32,21 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_S = 1.5
 
 
+def _state(app: FastAPI) -> RelayState:
+    """The ``RelayState`` a relay app carries as its ``state`` (``relay.service.intake.RelayApp``)."""
+    state = app.state
+    assert isinstance(state, RelayState), "not an app built by relay.service.factory.create_app"
+    return state
+
+
 def recover_pending(app: FastAPI) -> list[str]:
     """Re-submit every delivery still ``received``.  With the in-process queue, interrupted
     ``processing`` rows are first reset to ``received`` (safe: its worker has not started yet;
     a shared broker's workers may still be busy, so they are left alone).  Called once at
-    startup; returns the re-submitted ids."""
-    state = app.state
+    startup; returns the re-submitted ids (none for an app without a queue)."""
+    state = _state(app)
+    if state.queue is None:
+        return []
     with state.session_factory() as session:
         reset = reset_stale_processing(session) if isinstance(state.queue, InProcessQueue) else 0
         ids = pending_deliveries(session)
@@ -52,23 +59,23 @@ def recover_pending(app: FastAPI) -> list[str]:
     return ids
 
 
-def lifespan_for(settings: Settings, checkpointer: WalCheckpointer | None, *, recover: bool,
-                 catch_up: bool, grace_s: float) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The lifespan of an app built by ``relay.service.factory.create_app``; ``recover``: run
-    restart recovery; ``catch_up``: start the webhook catch-up (apps that take webhooks)."""
+def lifespan_for(*, recover: bool, grace_s: float) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The lifespan of an app built by ``relay.service.factory.create_app`` (its parts are the
+    app's ``RelayState``); ``recover``: run restart recovery; ``grace_s``: the shutdown budget."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state = app.state
-        if checkpointer is not None:
-            checkpointer.start()
+        state = _state(app)
+        if state.checkpointer is not None:
+            state.checkpointer.start()
         if state.deliverer is not None:
             state.deliverer.start()
         if recover:
             await run_in_threadpool(recover_pending, app)
             if state.recovery is not None:
                 state.recovery.start()
-        state.catchup = start_catch_up(state.session_factory, settings) if catch_up else None
+        if state.catchup is not None and state.catchup.ident is None:  # a thread starts once
+            state.catchup.start()
         yield
         if state.catchup is not None:
             state.catchup.cancel()
@@ -84,8 +91,8 @@ def lifespan_for(settings: Settings, checkpointer: WalCheckpointer | None, *, re
             await run_in_threadpool(state.recovery.stop, left())
         if state.deliverer is not None:
             await run_in_threadpool(state.deliverer.stop, left())
-        if checkpointer is not None:
-            await run_in_threadpool(checkpointer.stop, left())
+        if state.checkpointer is not None:
+            await run_in_threadpool(state.checkpointer.stop, left())
         state.engine.dispose()
 
     return lifespan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter
 
-from relay.github.webhooks import HANDLED_EVENTS
+from relay.github.constants import HANDLED_EVENTS
 
 __all__ = ["Metrics", "event_label"]
 

@@ -20,7 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 from relay.crcr.callback_body import CallbackBody
-from relay.github.webhooks import PingEvent, PullRequestEvent, PushEvent
+from relay.github.events import CheckRunEvent, CheckSuiteEvent, PingEvent, PullRequestEvent, PushEvent
 from relay.reporting.models import HudBody
 
 __all__ = ["install_openapi", "WEBHOOK_OPERATION"]
@@ -60,6 +60,8 @@ WEBHOOK_OPERATION: dict[str, Any] = {
     "requestBody": {"required": True, "content": {"application/json": {"schema": {"anyOf": [
         {"$ref": _REF.format(model="PullRequestEvent")},
         {"$ref": _REF.format(model="PushEvent")},
+        {"$ref": _REF.format(model="CheckRunEvent")},
+        {"$ref": _REF.format(model="CheckSuiteEvent")},
         {"$ref": _REF.format(model="PingEvent")},
         {"type": "object"}]}}}},
     "responses": _answers({
@@ -100,7 +102,7 @@ def install_openapi(app: FastAPI, *, webhooks: bool) -> None:
                 paths[path]["post"]["requestBody"] = _body(model)
         if webhooks:
             paths["/webhooks/github"] = {"post": WEBHOOK_OPERATION}
-            models += [PullRequestEvent, PushEvent, PingEvent]
+            models += [PullRequestEvent, PushEvent, CheckRunEvent, CheckSuiteEvent, PingEvent]
         schemas.update(_schemas(models))
         app.openapi_schema = doc
         return doc

@@ -18,6 +18,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from relay.service.deps import get_state
 from relay.service.queries.common import CONCLUSION_CHAR, LEVELS, VERDICT_ORDER, is_sha
 from relay.service.queries.tests import fmt_ms
 
@@ -65,7 +66,7 @@ def render(request: Request, template: str, *, status: int = 200, live: bool = F
            json_url: str | None = None, **context: Any) -> HTMLResponse:
     """``template`` rendered with ``context`` plus ``settings``, ``now`` (UTC), ``live`` (the page
     refreshes itself) and ``json_url`` (the page's JSON twin, linked in its footer)."""
-    settings = request.app.state.settings
+    settings = get_state(request).settings
     html = env.get_template(template).render(settings=settings, upstream=settings.upstream_repo,
                                              backend=settings.backend, now=datetime.now(UTC),
                                              live=live, json_url=json_url, path=request.url.path,

@@ -27,12 +27,15 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from relay.domain.delivery import DeliveryStatus
+
 __all__ = ["Base", "DeliveryRecord", "DeliveryPayloadRecord", "RunRecord", "TestResultRecord", "HudResultRecord",
            "DispatchRecord", "JobRecord", "TokenUseRecord", "PrLabelRecord", "OutboxRecord",
            "NightlyReportRecord", "DemotionRecord",
            "DELIVERY_STATUSES", "utcnow", "as_utc"]
 
-DELIVERY_STATUSES = ("received", "processing", "processed", "ignored", "failed")
+#: the stored values of ``deliveries.status`` (``relay.domain.delivery.DeliveryStatus``)
+DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
 
 
 def utcnow() -> datetime:

@@ -4,12 +4,13 @@
 
 * the filter (``ignored``: only the upstream repository's events that CRCR acts on;
   ``relay.github.webhooks.ignored_reason``);
-* the CRCR fan-out (``fanout``: ``relay.crcr.events`` — repository_dispatch to the allowlisted
-  downstreams, or the L3 check runs a ``ciflow/crcr/<device>`` label starts); a rerequested
-  crcr check run / suite re-runs the downstream run as the delivery's work;
-* the local backend's run (``request``: the ``RunRequest`` a delivery asks for, when the local
-  backend is on the allowlist; ``processor``: that request through ``run_change`` in this
-  process);
+* the parts of the delivery's entry in the one handler table (``relay.worker.handlers.HANDLERS``),
+  each given the typed event ``relay.worker.processing`` parsed once: the CRCR fan-out
+  (``fanout``: repository_dispatch to the allowlisted downstreams, or the L3 check runs a
+  ``ciflow/crcr/<device>`` label starts); a rerequested crcr check run / suite re-runs the
+  downstream run as the delivery's work (``rerun``); the local backend's run (``request``: the
+  ``RunRequest`` a delivery asks for, when the local backend is on the allowlist;
+  ``processor``: that request through ``run_change`` in this process);
 * its report (``report``: the HUD outbox row, written in the run's transaction when the local
   backend's level reports to the dashboard — L2–L4, as CRCR).
 
@@ -21,17 +22,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.changes.inputs import spec_files
-from relay.crcr.allowlist import Allowlist, allowlist_for
-from relay.crcr.events import RERUN_EVENTS, handle_upstream, rerun_requested
+from relay.crcr.allowlist import AllowlistProvider, allowlist_source
 from relay.crcr.fanout import FanoutContext
-from relay.domain.delivery import Delivery
+from relay.domain.delivery import Delivery, DeliveryStatus
 from relay.domain.run import Run
 from relay.envs.commits import resolver_for
 from relay.github.client import GitHubClient
+from relay.github.events import ParsedDelivery
 from relay.github.webhooks import ignored_reason
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import ExecutorFactory, Ports, Progress, ResultSink
@@ -42,8 +44,9 @@ from relay.reporting.outbox import enqueue_result
 from relay.settings import Settings
 from relay.store.deliveries import events_of
 from relay.store.run_store import SqlRunStore
-from relay.worker.handlers import HANDLERS, request_for
-from relay.worker.processing import Processor, process_deliveries
+from relay.worker.handlers import HANDLERS, EventHandler
+from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Processor, Retry
+from relay.worker.processing import process_deliveries
 from relay.worker.progress import DeliveryProgress
 
 __all__ = ["DeliveryWork", "run_config"]
@@ -57,50 +60,60 @@ def run_config(settings: Settings) -> RunConfig:
     return RunConfig(spec_paths=tuple(specs), state_dir=settings.state_dir, backend=settings.backend)
 
 
+def _handler(delivery: ParsedDelivery) -> EventHandler[Any] | None:
+    """The ``HANDLERS`` entry of a typed delivery (``None``: no entry, or no typed event)."""
+    return HANDLERS.get(delivery.event) if delivery.typed is not None else None
+
+
 class DeliveryWork:
     """The fan-out, local run and report of deliveries for ``settings`` (see the module
-    docstring).  ``processor`` replaces the local run (tests);
-    ``allowlist`` defaults to ``RELAY_ALLOWLIST``; ``on_outbox`` is called after a transaction
-    wrote outbox rows (wakes the deliverer).  Raises ``AllowlistError`` when the allowlist
-    cannot be loaded."""
+    docstring).  ``processor`` replaces the local run (tests); ``allowlist`` (its source:
+    ``get``, ``refresh``) defaults to ``RELAY_ALLOWLIST``'s; ``on_outbox`` is called after a
+    transaction wrote outbox rows (wakes the deliverer).  Raises ``AllowlistError`` when the
+    allowlist cannot be loaded."""
 
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session], *,
                  processor: Processor | None = None,
-                 allowlist: Callable[[], Allowlist] | None = None,
+                 allowlist: AllowlistProvider | None = None,
                  on_outbox: Callable[[], None] | None = None) -> None:
         self.settings = settings
         self.sf = session_factory
-        self.allowlist = allowlist or allowlist_for(settings.allowlist, settings.backend,
-                                                    refresh_s=settings.allowlist_refresh_s)
+        self.allowlist = allowlist or allowlist_source(settings.allowlist, settings.backend,
+                                                       refresh_s=settings.allowlist_refresh_s)
         self._processor = processor
         self._on_outbox = on_outbox or (lambda: None)
-        self._fanout_ctx = FanoutContext(session_factory, settings, self.allowlist,
+        self._fanout_ctx = FanoutContext(session_factory, settings, self.allowlist.get,
                                          lambda: GitHubClient.from_settings(settings))
 
     def level(self) -> str | None:
         """The local backend's allowlist level (``None``: not listed, nothing runs locally)."""
-        entry = self.allowlist().get(self.settings.backend)
+        entry = self.allowlist.get().get(self.settings.backend)
         return entry.level if entry is not None else None
 
     def ignored(self, delivery: Delivery) -> str | None:
         """Why ``delivery`` is not processed (another repository, an action CRCR ignores)."""
         return ignored_reason(delivery.event, delivery.payload, self.settings.upstream_repo)
 
-    def fanout(self, delivery: Delivery) -> None:
-        """CRCR fan-out of ``delivery`` and the L3 checks a label starts."""
-        note = handle_upstream(delivery, self._fanout_ctx)
-        if note is not None and note.startswith("label:"):
+    def fanout(self, delivery: ParsedDelivery) -> None:
+        """CRCR fan-out of ``delivery`` and the L3 checks a label starts (its handler's
+        ``fanout``); wakes the outbox deliverer when checks were queued."""
+        handler = _handler(delivery)
+        if handler is None or handler.fanout is None:
+            return
+        if handler.fanout(delivery.typed, delivery, self._fanout_ctx).checks_queued:
             self._on_outbox()
 
     def report(self, session: Session, run: Run, delivery: Delivery) -> bool:
         """The run's HUD outbox row in ``session`` (the run's transaction); whether one was written."""
         return enqueue_result(session, run, delivery, self.settings, self.level())
 
-    def request(self, delivery: Delivery) -> RunRequest | None:
-        """The local run ``delivery`` asks for, or ``None`` (not allowlisted, nothing to run)."""
-        if self.level() is None:
+    def request(self, delivery: ParsedDelivery) -> RunRequest | None:
+        """The local run ``delivery`` asks for (its handler's ``run``), or ``None`` (not
+        allowlisted, nothing to run).  Raises ``GitHubAPIError`` and ``CommitEnvError``."""
+        handler = _handler(delivery)
+        if self.level() is None or handler is None or handler.run is None:
             return None
-        return request_for(delivery, self.settings)
+        return handler.run(delivery.typed, delivery.id, self.settings)
 
     def ports(self, sink: ResultSink, executors: ExecutorFactory, progress: Progress | None = None) -> Ports:
         """The pipeline's ports for one webhook run (``progress``: default none reported)."""
@@ -109,7 +122,7 @@ class DeliveryWork:
         return Ports(executors=executors, store=store, sink=sink, progress=progress or Progress(),
                      commit_env=resolver.resolve if resolver is not None else None)
 
-    def run_locally(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+    def run_locally(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink) -> Run | None:
         """The default processor: the delivery's run through the whole pipeline, in this process
         (a relay with a broker sends deliveries to Celery workers instead)."""
         request = self.request(delivery)
@@ -119,15 +132,18 @@ class DeliveryWork:
         progress = DeliveryProgress(self.sf, delivery.id)  # the deliveries page shows it
         return run_change(request, config, self.ports(sink, LocalExecutors.for_config(config), progress)).run
 
-    def rerun(self, delivery: Delivery) -> bool:
-        """For a rerequested check run / suite: re-run the downstream runs it names (CRCR) and
-        ``True`` (nothing runs locally); ``False`` for other events.  Raises ``GitHubAPIError``."""
-        if delivery.event not in RERUN_EVENTS:
+    def rerun(self, delivery: ParsedDelivery) -> bool:
+        """For a rerequested check run / suite (its handler's ``rerun``): re-run the downstream
+        runs it names (CRCR) and ``True`` (nothing runs locally); ``False`` for other events.
+        Raises ``GitHubAPIError``."""
+        handler = _handler(delivery)
+        if handler is None or handler.rerun is None:
             return False
-        rerun_requested(delivery, self._fanout_ctx)
+        handler.rerun(delivery.typed, self._fanout_ctx)
         return True
 
-    def _local(self, delivery: Delivery, settings: Settings, sink: ResultSink) -> Run | None:
+    def _local(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink
+               ) -> Run | AttemptResult | None:
         if self.rerun(delivery):
             return None
         if self._processor is None:
@@ -138,27 +154,27 @@ class DeliveryWork:
         """Whether a delivery of ``event`` may keep its worker for long: a local pipeline run
         (minutes), a fan-out to downstreams (GitHub calls) or a CRCR re-run.  A batch runs at
         most one such delivery, after its quick ones (``process_many``)."""
-        return ((self.level() is not None and event in HANDLERS)
-                or event in RERUN_EVENTS or bool(self.allowlist().external()))
+        handler = HANDLERS.get(event)
+        runs_here = handler is not None and (
+            handler.rerun is not None or (handler.run is not None and self.level() is not None))
+        return runs_here or bool(self.allowlist.get().external())
 
-    def process(self, delivery_id: str, *, retry: Callable[[str, float], None] | None = None,
-                fanout: bool = True, report: bool = True,
-                on_finished: Callable[[Delivery, str], None] | None = None) -> str | None:
-        """``process_many`` of one delivery; returns its final status."""
-        return self.process_many([delivery_id], retry=retry, fanout=fanout, report=report,
+    def process(self, delivery_id: str, *, retry: Retry | None = None, report: bool = True,
+                on_finished: Callable[[Delivery, DeliveryStatus], None] | None = None) -> Outcome:
+        """``process_many`` of one delivery; returns its outcome."""
+        return self.process_many([delivery_id], retry=retry, report=report,
                                  on_finished=on_finished)[delivery_id]
 
-    def process_many(self, ids: list[str], *, retry: Callable[[str, float], None] | None = None,
-                     fanout: bool = True, report: bool = True,
-                     on_finished: Callable[[Delivery, str], None] | None = None,
-                     give_back: Callable[[list[str]], None] | None = None
-                     ) -> dict[str, str | None]:
-        """``process_deliveries`` with this relay's pieces: the quick deliveries of ``ids``
-        (one claim and one final-state transaction for all of them), then at most one that may
-        run long (``long_running``) — so that no delivery waits behind another's pipeline run.
-        The other ones go to ``give_back`` (unclaimed, for another worker) before any work
-        starts.  Returns each processed id's final status.  When a run's transaction wrote an
-        outbox row, ``on_outbox`` is called after it committed."""
+    def process_many(self, ids: list[str], *, retry: Retry | None = None, report: bool = True,
+                     on_finished: Callable[[Delivery, DeliveryStatus], None] | None = None,
+                     give_back: Callable[[list[str]], None] | None = None) -> dict[str, Outcome]:
+        """``process_deliveries`` with this relay's pieces (a ``DeliveryJob``): the quick
+        deliveries of ``ids`` (one claim and one final-state transaction for all of them), then at
+        most one that may run long (``long_running``) — so that no delivery waits behind another's
+        pipeline run.  The other ones go to ``give_back`` (unclaimed, for another worker) before
+        any work starts.  ``retry`` schedules a transient failure's next attempt; ``report``:
+        write each run's HUD outbox row.  Returns each processed id's outcome.  When a run's
+        transaction wrote an outbox row, ``on_outbox`` is called after it committed."""
         if len(ids) > 1 and give_back is not None:
             with self.sf() as session:
                 events = events_of(session, ids)
@@ -170,11 +186,11 @@ class DeliveryWork:
         def report_and_note(session: Session, run: Run, delivery: Delivery) -> None:
             wrote.append(self.report(session, run, delivery))
 
-        statuses = process_deliveries(
-            ids, session_factory=self.sf, settings=self.settings, processor=self._local,
-            report=report_and_note if report else None, fanout=self.fanout if fanout else None,
-            retry=retry, on_finished=on_finished, ignore=self.ignored,
-            long_running=lambda delivery: self.long_running(delivery.event))
+        outcomes = process_deliveries(ids, DeliveryJob(
+            session_factory=self.sf, settings=self.settings, processor=self._local,
+            report=report_and_note if report else None, fanout=self.fanout, retry=retry,
+            ignore=self.ignored, long_running=lambda delivery: self.long_running(delivery.event),
+            on_finished=on_finished))
         if any(wrote):
             self._on_outbox()
-        return statuses
+        return outcomes

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
+from relay.domain.delivery import DeliveryStatus
 from relay.store.db import retry_locked
 from relay.store.deliveries import finish_many
 
@@ -33,16 +34,16 @@ class Marks:
 
     def __init__(self, session_factory: Callable[[], Session]) -> None:
         self._sf = session_factory
-        self._pending: list[tuple[str, str, str | None]] = []
+        self._pending: list[tuple[str, DeliveryStatus, str | None]] = []
 
     def __len__(self) -> int:
         return len(self._pending)
 
-    def add(self, delivery_id: str, status: str, error: str | None) -> None:
+    def add(self, delivery_id: str, status: DeliveryStatus, error: str | None) -> None:
         """Record ``status`` (final) with ``error`` for ``delivery_id``; written by ``flush``."""
         self._pending.append((delivery_id, status, error))
 
-    def drop(self) -> list[tuple[str, str, str | None]]:
+    def drop(self) -> list[tuple[str, DeliveryStatus, str | None]]:
         """Forget the pending states (their rows stay ``processing``); returns them."""
         dropped, self._pending = self._pending, []
         return dropped

@@ -7,16 +7,19 @@ database that is gone under the attempt leaves it ``processing``, for recovery
 
 ``process_delivery`` is what a task queue calls, once per submission (``process_deliveries``
 for a batch of them: one claim transaction for the batch, the final states collected and written
-together — ``relay.worker.marks``):
+together — ``relay.worker.marks``), with a ``relay.worker.job.DeliveryJob`` holding the pieces
+named below.  States are ``relay.domain.delivery.DeliveryStatus``; what an attempt comes to
+besides a state (``DONE``, ``DEFERRED``, ``INTERRUPTED``) is ``relay.worker.job.AttemptResult``:
 
 1. claim the row (``received`` → ``processing``; a delivery already claimed is skipped, so a
    duplicate submission runs once); a stored payload that cannot be used (nested deeper than
    ``relay.domain.jsonlimits.MAX_DEPTH``, not an object) ends ``failed`` at once; when
    ``ignore(delivery)`` gives a reason (another repository than the upstream, an action CRCR
    does not act on — checked again here for deliveries stored before a settings change), it
-   ends ``ignored`` with that reason and nothing else runs; a payload that is not the shape
-   GitHub sends for its event (``relay.github.webhooks.payload_problem``: ``labels: ["x"]``,
-   ``number: 10**30``) ends ``failed`` with the fields named — permanent failures are never
+   ends ``ignored`` with that reason and nothing else runs; then its payload is parsed, once,
+   into its typed event (``relay.github.events.parse_delivery``) that every later step reads — a
+   payload that is not the shape GitHub sends for its event (``labels: ["x"]``,
+   ``number: 10**30``) ends ``failed`` with the fields named; permanent failures are never
    retried, and logged in one line, without a traceback;
 2. fan out (``fanout``: CRCR's repository_dispatch to the allowlisted downstreams).  GitHub
    still down / rate-limiting after the client's retries (``DispatchPending``) is transient: the
@@ -27,8 +30,8 @@ together — ``relay.worker.marks``):
    it stores together with the run's HUD outbox row (``report``) and the delivery's final state
    ``processed`` in ONE transaction.  A processor that returns a run it did not give to the sink
    has it stored the same way; one that returns ``None`` ran nothing; one that returns
-   ``DEFERRED`` handed the run to other tasks (Celery shards), which finish the delivery — it
-   stays ``processing`` until then;
+   ``AttemptResult.DEFERRED`` handed the run to other tasks (Celery shards), which finish the
+   delivery — it stays ``processing`` until then;
 4. on a processor error: a network-kind failure (GitHub unreachable, 5xx, 429 — see
    ``transient``; the database dropping the connection — ``transient_db``) goes back to
    ``received`` and ``retry(delivery_id, delay_s)`` schedules it per ``relay.retrying.DELIVERY``
@@ -46,46 +49,36 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import httpx
 from pydantic import ValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from relay.domain.delivery import Delivery
+from relay.domain.delivery import Delivery, DeliveryStatus
 from relay.domain.run import Run
 from relay.errors import DatabaseFileGone, GitHubAPIError, PayloadInvalid
-from relay.github.webhooks import payload_problem
+from relay.github.events import ParsedDelivery, parse_delivery
 from relay.logs import delivery_log
-from relay.pipeline.ports import ResultSink
 from relay.quarantine.policy import evaluate_safely
 from relay.retrying import DELIVERY
-from relay.settings import Settings
 from relay.store.db import retry_locked
 from relay.store.deliveries import claim_many, finish_processing, mark_delivery
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
+from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Report, Retry
 from relay.worker.marks import Marks
 
-__all__ = ["Processor", "DeliverySink", "process_delivery", "process_deliveries", "transient",
-           "transient_db",
-           "retry_delay_s", "MAX_ATTEMPTS", "DEFERRED", "INTERRUPTED"]
+__all__ = ["DeliverySink", "process_delivery", "process_deliveries", "transient", "transient_db",
+           "retry_delay_s", "MAX_ATTEMPTS"]
 
 log = logging.getLogger(__name__)
 
-#: ``processor(delivery, settings, sink)`` runs the delivery's work; returns the run, ``None``
-#: (nothing ran) or ``DEFERRED``.
-Processor = Callable[[Delivery, Settings, ResultSink], object]
-#: ``report(session, run, delivery)`` writes the run's HUD outbox row in the run's transaction.
-Report = Callable[[Session, Run, Delivery], object]
-#: what a processor returns when other tasks finish the delivery's run (it stays ``processing``)
-DEFERRED = object()
-#: what ``process_delivery`` returns when the database went away under the attempt: the row
-#: may still be ``processing``; recovery (or the Celery task's retry) runs it again
-INTERRUPTED = "interrupted"
 #: processing attempts of one delivery before a transient failure becomes ``failed``
 MAX_ATTEMPTS = DELIVERY.attempts
+#: what the processor's part of an attempt came to: stored already (``DONE``), left to other
+#: tasks (``DEFERRED``), or a state still to record with its error
+_RunResult = tuple[DeliveryStatus | AttemptResult, str | None]
 
 
 def transient(exc: BaseException) -> bool:
@@ -128,7 +121,8 @@ class DeliverySink:
 
         def write() -> bool:
             with self._sf() as session:
-                if not finish_processing(session, self.delivery.id, "processed", self.note):
+                if not finish_processing(session, self.delivery.id, DeliveryStatus.PROCESSED,
+                                         self.note):
                     session.rollback()
                     return False
                 save_run(session, run, commit=False)
@@ -150,84 +144,73 @@ def transient_db(exc: BaseException) -> bool:
     return isinstance(exc, (OperationalError, InterfaceError, DatabaseFileGone))
 
 
-def _failure(exc: Exception, delivery: Delivery, retry: Callable[[str, float], None] | None,
-             first_s: float | None = None) -> tuple[str, str]:
+def _failure(exc: Exception, delivery: Delivery, retry: Retry | None,
+             first_s: float | None = None) -> tuple[DeliveryStatus, str]:
     """``(status, error)`` after a processing error: ``received`` (retried later) or ``failed``."""
     error = f"{type(exc).__name__}: {exc}"[:10_000]
     again = transient(exc) or transient_db(exc)
     if retry is not None and again and delivery.attempts < MAX_ATTEMPTS:
         delay = _delay_s(delivery.attempts, first_s)
-        return "received", (f"attempt {delivery.attempts} of {MAX_ATTEMPTS} failed, retried in "
-                            f"{delay:g} s: {error}")
+        return DeliveryStatus.RECEIVED, (f"attempt {delivery.attempts} of {MAX_ATTEMPTS} failed, "
+                                         f"retried in {delay:g} s: {error}")
     if again:
         error = f"failed after {delivery.attempts} attempts: {error}"
-    return "failed", error
+    return DeliveryStatus.FAILED, error
 
 
-def _give_up(marks: Marks, delivery_id: str, error: str) -> str:
+def _give_up(marks: Marks, delivery_id: str, error: str) -> DeliveryStatus:
     """End a claimed delivery ``failed`` with ``error`` (and its pending dispatches)."""
-    marks.add(delivery_id, "failed", error)
+    marks.add(delivery_id, DeliveryStatus.FAILED, error)
     delivery_log(log, delivery_id).warning("failed: %s", error.splitlines()[0][:500])
-    return "failed"
+    return DeliveryStatus.FAILED
 
 
-def process_delivery(delivery_id: str, **pieces: Any) -> str | None:
+def process_delivery(delivery_id: str, job: DeliveryJob) -> Outcome:
     """Process one stored delivery (see the module docstring): ``process_deliveries`` of
-    ``[delivery_id]``; returns its final status (``received`` when a transient failure was
-    handed to ``retry``), or ``None`` if it was not claimable (unknown id or already claimed)."""
-    return process_deliveries([delivery_id], **pieces)[delivery_id]
+    ``[delivery_id]``; returns its status (``received`` when a transient failure was handed to
+    ``job.retry``), ``AttemptResult.INTERRUPTED``, or ``None`` if it was not claimable (unknown
+    id or already claimed)."""
+    return process_deliveries([delivery_id], job)[delivery_id]
 
 
-def process_deliveries(
-    ids: list[str],
-    *,
-    session_factory: sessionmaker[Session],
-    settings: Settings,
-    processor: Processor,
-    report: Report | None = None,
-    fanout: Callable[[Delivery], None] | None = None,
-    retry: Callable[[str, float], None] | None = None,
-    on_finished: Callable[[Delivery, str], None] | None = None,
-    ignore: Callable[[Delivery], str | None] | None = None,
-    long_running: Callable[[Delivery], bool] | None = None,
-) -> dict[str, str | None]:
+def process_deliveries(ids: list[str], job: DeliveryJob) -> dict[str, Outcome]:
     """Process stored deliveries, in order: ONE claim transaction for all of ``ids``
     (``claim_many``), then each claimed one as the module docstring says, their final states
     collected and written in one transaction (``relay.worker.marks``) — before any delivery
-    ``long_running`` says will run long (a pipeline run), and at the end.  Returns each id's
-    status as ``process_delivery`` does (``INTERRUPTED`` when the database went away before its
+    ``job.long_running`` says will run long (a pipeline run), and at the end.  Returns each id's
+    outcome as ``process_delivery`` does (``INTERRUPTED`` when the database went away before its
     state was written).  Never raises for a processor error; an unexpected error after the claim
-    ends that delivery ``failed`` with it.  ``on_finished`` is called once its state is stored."""
+    ends that delivery ``failed`` with it.  ``job.on_finished`` is called once its state is
+    stored."""
     ids = list(dict.fromkeys(ids))  # a delivery submitted twice in one batch runs once
-    with session_factory() as session:
+    with job.session_factory() as session:
         claimed = claim_many(session, ids)
-    marks = Marks(session_factory)
-    statuses: dict[str, str | None] = {}
-    finished: list[tuple[Delivery, str]] = []
+    marks = Marks(job.session_factory)
+    outcomes: dict[str, Outcome] = {}
+    finished: list[tuple[Delivery, DeliveryStatus]] = []
     for delivery_id in ids:
         item = claimed.get(delivery_id)
         if item is None:
             delivery_log(log, delivery_id).info("not claimable (unknown or already taken)")
-            statuses[delivery_id] = None
+            outcomes[delivery_id] = None
             continue
         if isinstance(item, PayloadInvalid):
-            statuses[delivery_id] = _give_up(marks, delivery_id, f"PayloadInvalid: {item}")
+            outcomes[delivery_id] = _give_up(marks, delivery_id, f"PayloadInvalid: {item}")
             continue
-        if len(marks) and long_running is not None and long_running(item):
-            _flush(marks, statuses)
-        status = _attempt(item, marks, session_factory, settings, processor, report, fanout,
-                          retry, ignore)
-        statuses[delivery_id] = status
-        if status not in ("processing", INTERRUPTED):  # deferred: other tasks finish it
-            finished.append((item, status))
-    _flush(marks, statuses)
+        if len(marks) and job.long_running is not None and job.long_running(item):
+            _flush(marks, outcomes)
+        outcome = _attempt(item, marks, job)
+        outcomes[delivery_id] = outcome
+        if isinstance(outcome, DeliveryStatus) and outcome is not DeliveryStatus.PROCESSING:
+            finished.append((item, outcome))  # processing (deferred): other tasks finish it
+    _flush(marks, outcomes)
     for delivery, status in finished:
-        if on_finished is not None and statuses[delivery.id] != INTERRUPTED:
-            on_finished(delivery, status)
-    return statuses
+        if job.on_finished is not None and outcomes[delivery.id] is not AttemptResult.INTERRUPTED:
+            job.on_finished(delivery, status)
+    return outcomes
 
 
-def _flush(marks: Marks, statuses: dict[str, str | None]) -> None:
+def _flush(marks: Marks, outcomes: dict[str, Outcome]) -> None:
     """Write the collected final states; when the database is gone, their deliveries are
     ``INTERRUPTED`` (still ``processing``: recovery runs them again)."""
     try:
@@ -238,103 +221,97 @@ def _flush(marks: Marks, statuses: dict[str, str | None]) -> None:
         log.warning("database unavailable (%s) writing %d final states; recovery runs them "
                     "again", type(exc).__name__, len(marks))
         for delivery_id, _status, _error in marks.drop():
-            statuses[delivery_id] = INTERRUPTED
+            outcomes[delivery_id] = AttemptResult.INTERRUPTED
 
 
-def _attempt(delivery: Delivery, marks: Marks, session_factory: sessionmaker[Session],
-             settings: Settings, processor: Processor, report: Report | None,
-             fanout: Callable[[Delivery], None] | None,
-             retry: Callable[[str, float], None] | None,
-             ignore: Callable[[Delivery], str | None] | None) -> str:
+def _attempt(delivery: Delivery, marks: Marks, job: DeliveryJob) -> DeliveryStatus | AttemptResult:
     """One claimed delivery; its status (``INTERRUPTED`` when the database went away)."""
     try:
-        return _process_claimed(delivery, marks, session_factory, settings, processor, report,
-                                fanout, retry, ignore)
+        return _process_claimed(delivery, marks, job)
     except Exception as exc:  # noqa: BLE001 - a bug after the claim must not leave it processing
         dlog = delivery_log(log, delivery.id)
         if transient_db(exc):
             dlog.warning("database unavailable (%s); recovery runs it again", type(exc).__name__)
-            return INTERRUPTED
+            return AttemptResult.INTERRUPTED
         dlog.exception("processing crashed")
         return _give_up(marks, delivery.id, f"internal error: {type(exc).__name__}: {exc}")
 
 
-def _process_claimed(delivery: Delivery, marks: Marks, session_factory: sessionmaker[Session],
-                     settings: Settings, processor: Processor, report: Report | None,
-                     fanout: Callable[[Delivery], None] | None,
-                     retry: Callable[[str, float], None] | None,
-                     ignore: Callable[[Delivery], str | None] | None) -> str:
-    delivery_id = delivery.id
+def _process_claimed(claimed: Delivery, marks: Marks, job: DeliveryJob) -> DeliveryStatus:
+    delivery_id = claimed.id
     dlog = delivery_log(log, delivery_id)
-    reason = ignore(delivery) if ignore is not None else None
+    reason = job.ignore(claimed) if job.ignore is not None else None
     if reason is not None:
-        marks.add(delivery_id, "ignored", reason)
+        marks.add(delivery_id, DeliveryStatus.IGNORED, reason)
         dlog.info("ignored: %s", reason)
-        return "ignored"
-    problem = payload_problem(delivery.event, delivery.payload)
-    if problem is not None:  # the same bytes fail every attempt: failed now, never retried
-        return _give_up(marks, delivery_id, f"PayloadInvalid: {problem}")
-    first_s = settings.delivery_retry_s
+        return DeliveryStatus.IGNORED
     try:
-        if fanout is not None:
-            fanout(delivery)
+        delivery = parse_delivery(claimed)
+    except PayloadInvalid as exc:  # the same bytes fail every attempt: failed now, never retried
+        return _give_up(marks, delivery_id, f"PayloadInvalid: {exc}")
+    first_s = job.settings.delivery_retry_s
+    status: DeliveryStatus | AttemptResult
+    try:
+        if job.fanout is not None:
+            job.fanout(delivery)
     except Exception as exc:  # noqa: BLE001 - recorded on the delivery, never lost
-        status, error = _failure(exc, delivery, retry, first_s)
+        status, error = _failure(exc, delivery, job.retry, first_s)
         error = f"fan-out: {error}"
         if isinstance(exc, GitHubAPIError) and not transient(exc):
             dlog.error("%s", error[:500])  # GitHub refused (4xx): the answer says it all
         elif not (transient(exc) or transient_db(exc)):
             dlog.exception("fan-out failed")  # a bug: its traceback helps
     else:
-        status, error = _run(delivery, session_factory, settings, processor, report, retry, first_s)
-        if status in ("done", "deferred"):
-            return "processed" if status == "done" else "processing"
-    if status == "received" and retry is not None:  # committed before the retry is due
+        status, error = _run(delivery, job, first_s)
+        if status is AttemptResult.DONE:
+            return DeliveryStatus.PROCESSED
+        if status is AttemptResult.DEFERRED:
+            return DeliveryStatus.PROCESSING
+    assert isinstance(status, DeliveryStatus)
+    if status is DeliveryStatus.RECEIVED and job.retry is not None:  # committed before it is due
         due = _delay_s(delivery.attempts, first_s)
-        retry_locked(lambda: _mark_retry(session_factory, delivery_id, error, due))
-        dlog.warning("%s", error.splitlines()[0][:500])
-        retry(delivery_id, due)
+        retry_locked(lambda: _mark_retry(job.session_factory, delivery_id, error or "", due))
+        dlog.warning("%s", (error or "").splitlines()[0][:500])
+        job.retry(delivery_id, due)
     else:
         marks.add(delivery_id, status, error)
     dlog.info("%s: %s", status, error.splitlines()[0][:500] if error else "")
     return status
 
 
-def _run(delivery: Delivery, session_factory: sessionmaker[Session], settings: Settings,
-         processor: Processor, report: Report | None,
-         retry: Callable[[str, float], None] | None, first_s: float) -> tuple[str, str | None]:
-    """The processor's part: ``("done", None)`` when the run and the delivery's final state
-    are stored, ``("deferred", None)`` when other tasks finish it, else ``(status, error)``
-    still to be recorded."""
+def _run(delivery: ParsedDelivery, job: DeliveryJob, first_s: float) -> _RunResult:
+    """The processor's part: ``(DONE, None)`` when the run and the delivery's final state are
+    stored, ``(DEFERRED, None)`` when other tasks finish it, else ``(status, error)`` still to
+    be recorded."""
     delivery_id = delivery.id
     dlog = delivery_log(log, delivery_id)
-    sink = DeliverySink(delivery, session_factory, report)
+    sink = DeliverySink(delivery, job.session_factory, job.report)
     dlog.info("%s: processing (attempt %d)", delivery.event, delivery.attempts)
     try:
         # a stored run means an earlier claim of this delivery (claims count attempts and
         # nothing resets the count), so a first attempt need not look for one
-        stored = _stored_run(session_factory, delivery_id) if delivery.attempts > 1 else None
-        result = stored or processor(delivery, settings, sink)
-        if result is DEFERRED:
+        stored = _stored_run(job.session_factory, delivery_id) if delivery.attempts > 1 else None
+        result = stored or job.processor(delivery, job.settings, sink)
+        if result is AttemptResult.DEFERRED:
             dlog.info("run continues in other tasks; the delivery stays processing")
-            return "deferred", None
+            return AttemptResult.DEFERRED, None
         if isinstance(result, Run):
             sink.accept(result)  # ignored when the pipeline gave it to the sink already
     except Exception as exc:  # noqa: BLE001 - a failing processor must not lose the delivery
         if sink.accepted is not None:  # the run is stored: an error after that changes nothing
             dlog.exception("error after the run was stored")
-            return "done", None
-        status, error = _failure(exc, delivery, retry, first_s)
-        if status == "failed" and not isinstance(exc, (PayloadInvalid, ValidationError)):
+            return AttemptResult.DONE, None
+        status, error = _failure(exc, delivery, job.retry, first_s)
+        if status is DeliveryStatus.FAILED and not isinstance(exc, (PayloadInvalid, ValidationError)):
             dlog.exception("failed")
         return status, error
     if sink.accepted is None:
-        return "processed", None
+        return DeliveryStatus.PROCESSED, None
     run = sink.accepted
     dlog.info("processed (run %s: %s)", run.id, run.conclusion)
     if run.trigger == "webhook":
-        evaluate_safely(session_factory, settings)  # HUD-style quarantine; logs, never raises
-    return "done", None
+        evaluate_safely(job.session_factory, job.settings)  # HUD-style quarantine; never raises
+    return AttemptResult.DONE, None
 
 
 def _stored_run(session_factory: Callable[[], Session], delivery_id: str) -> Run | None:
@@ -353,5 +330,5 @@ def _mark_retry(session_factory: Callable[[], Session], delivery_id: str, error:
     on the deliveries page); committed before the retry is scheduled.  Final states go through
     ``relay.worker.marks`` (which also ends the delivery's pending dispatch rows)."""
     with session_factory() as session:
-        mark_delivery(session, delivery_id, "received", error,
+        mark_delivery(session, delivery_id, DeliveryStatus.RECEIVED, error,
                       next_attempt_at=utcnow() + timedelta(seconds=retry_in_s))

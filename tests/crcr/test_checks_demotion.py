@@ -61,8 +61,8 @@ def _quiet(relay):
 
 
 def _reconcile(relay):
-    allowlist = relay.app.state.allowlist
-    return reconcile(relay.app.state.session_factory, allowlist, allowlist.__self__.refresh,
+    allowlist = relay.app.state.allowlist  # the source: get() the current one, refresh() re-read
+    return reconcile(relay.app.state.session_factory, allowlist.get, allowlist.refresh,
                      _github(relay), "pytorch/pytorch")
 
 
@@ -94,9 +94,9 @@ def test_open_demotion_pr_holds_back_new_l3_check_runs(crcr) -> None:
     assert "crcr/acme/l3-ci/CI/late" not in {c["name"] for c in fake.check_runs.values()}
     # the PR closed: the allowlist is read again first, then the demotion ends
     del fake.open_pulls[("pytorch/pytorch", DEMOTION_HEAD)]
-    reloads = relay.app.state.allowlist.__self__.reloads
+    reloads = relay.app.state.allowlist.reloads
     assert _reconcile(relay) == {"acme/l3-ci": False}
-    assert relay.app.state.allowlist.__self__.reloads == reloads + 1
+    assert relay.app.state.allowlist.reloads == reloads + 1
     with relay.app.state.session_factory() as s:
         assert demoted_since(s, "acme/l3-ci") is None
 
@@ -109,7 +109,7 @@ def test_demotion_stays_when_the_allowlist_cannot_be_read(crcr, tmp_path) -> Non
     (tmp_path / "allowlist.yaml").unlink()
     assert _reconcile(relay) == {}
     fake.fail_with = [502] * 8
-    sweep_and_reconcile(relay.app.state.session_factory, 6 * 3600, relay.app.state.allowlist,
+    sweep_and_reconcile(relay.app.state.session_factory, 6 * 3600, relay.app.state.allowlist.get,
                         None, _github(relay), "pytorch/pytorch")  # errors leave it as it is
     with relay.app.state.session_factory() as s:
         assert demoted_since(s, "acme/l3-ci") is not None

@@ -3,7 +3,6 @@ culprit's storage, dashboard JSON and HUD body (no test execution here)."""
 
 from __future__ import annotations
 
-from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -99,8 +98,8 @@ def test_git_range_lists_first_parent_commits_and_the_change(upstream) -> None:
 
 
 def test_push_commits_completes_a_cut_list_from_the_compare_api(fake_github_server) -> None:
-    from relay.github.webhooks import PushEvent
-    from relay.worker.handlers import push_commits
+    from relay.github.events import PushEvent
+    from relay.worker.run_requests import push_commits
     from tests.fakes.github import push_payload
 
     fake, url = fake_github_server
@@ -118,7 +117,7 @@ def test_push_commits_completes_a_cut_list_from_the_compare_api(fake_github_serv
                                                   commits=[{"id": s} for s in shas[-5:]]))
     n = len(fake.seen)
     assert push_commits(short, settings) == shas[-5:] and len(fake.seen) == n  # no API call
-    assert push_commits(short, settings, forced=True) is None
+    assert push_commits(short.model_copy(update={"forced": True}), settings) is None
     wrong_end = PushEvent.model_validate(push_payload(before=before, after="e" * 40,
                                                       commits=[{"id": s} for s in shas[:3]]))
     assert push_commits(wrong_end, settings) is None
@@ -216,21 +215,18 @@ def test_git_helper_builds_distinct_commits(upstream) -> None:
 
 
 def test_pull_request_runs_head_against_base_in_their_commits_envs(fake_github_server, upstream) -> None:
-    from datetime import datetime
 
-    from relay.domain.delivery import Delivery
-    from relay.worker.handlers import on_pull_request
+    from relay.github.events import PullRequestEvent
+    from relay.worker.run_requests import pr_run_request
     from tests.fakes.github import pr_files, pull_request_payload
 
     fake, url = fake_github_server
     fake.add_pull("pytorch/pytorch", 7, pr_files(2))
     settings = Settings(github_api_url=url, commit_env=f"git-faults:{upstream.path}")
     payload = pull_request_payload(base=upstream.commits[0], head=upstream.commits[3])
-    request = on_pull_request(Delivery(id="d-1", event="pull_request", action="opened",
-                                       received_at=datetime.now(UTC), payload=payload), settings)
+    request = pr_run_request(PullRequestEvent.model_validate(payload), "d-1", settings)
     assert request.head_env == f"current+faults={FAULT}" and request.base_env == "current"
     assert request.ref == "refs/pull/7/head" and request.commits is None
     unknown = pull_request_payload(base="e" * 40, head=upstream.commits[3])
     with pytest.raises(CommitEnvError, match="not found in"):
-        on_pull_request(Delivery(id="d-2", event="pull_request", action="opened",
-                                 received_at=datetime.now(UTC), payload=unknown), settings)
+        pr_run_request(PullRequestEvent.model_validate(unknown), "d-2", settings)

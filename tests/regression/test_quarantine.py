@@ -208,6 +208,7 @@ def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_ur
                                                                           monkeypatch, caplog):
     import relay.quarantine.policy
     from relay.store import insert_delivery
+    from relay.worker.job import DeliveryJob
     from relay.worker.processing import process_delivery
 
     now = datetime.now(UTC)  # process_delivery evaluates at the wall clock
@@ -226,8 +227,8 @@ def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_ur
     with factory() as s:
         insert_delivery(s, delivery_id="d1", event="push", payload=body)
         insert_delivery(s, delivery_id="d2", event="push", payload=body)
-    assert process_delivery("d1", session_factory=factory, settings=settings,
-                            processor=processor) == "processed"
+    assert process_delivery("d1", DeliveryJob(session_factory=factory, settings=settings,
+                            processor=processor)) == "processed"
     [rec] = records(factory)
     assert (rec.test_id, rec.flaky_runs, rec.issue_number) == (T, 3, None)
 
@@ -235,8 +236,8 @@ def test_process_delivery_evaluates_after_a_webhook_run_and_never_loses_it(db_ur
         raise RuntimeError("quarantine exploded")
 
     monkeypatch.setattr(relay.quarantine.policy, "evaluate", broken)
-    assert process_delivery("d2", session_factory=factory, settings=settings,
-                            processor=processor) == "processed"
+    assert process_delivery("d2", DeliveryJob(session_factory=factory, settings=settings,
+                            processor=processor)) == "processed"
     assert "quarantine evaluation failed" in caplog.text
     with factory() as s:
         d2 = s.scalar(select(DeliveryRecord).where(DeliveryRecord.delivery_id == "d2"))

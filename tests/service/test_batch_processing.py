@@ -18,6 +18,7 @@ from relay.store import create_schema, get_delivery, insert_delivery, make_engin
 from relay.store.deliveries import claim_many, finish_many
 from relay.store.dispatches import list_dispatches
 from relay.store.tables import DispatchRecord, utcnow
+from relay.worker.job import DeliveryJob
 from relay.worker.processing import process_deliveries
 from relay.worker.queue import InProcessQueue
 from tests.fakes.github import pull_request_payload
@@ -80,9 +81,9 @@ def test_a_backlog_takes_one_claim_and_one_final_state_transaction(sf, tmp_path)
                  lambda conn, cur, sql, *a: updates.append(sql) if sql.startswith("UPDATE deliveries") else None)
     settings = Settings(webhook_secret=SECRET, database_url=str(engine.url), state_dir=tmp_path)
     finished: list[str] = []
-    statuses = process_deliveries(ids, session_factory=sf, settings=settings,
+    statuses = process_deliveries(ids, DeliveryJob(session_factory=sf, settings=settings,
                                   processor=lambda delivery, settings, sink: None,
-                                  on_finished=lambda d, status: finished.append(status))
+                                  on_finished=lambda d, status: finished.append(status)))
     assert set(statuses.values()) == {"processed"} and finished == ["processed"] * 30
     assert len(updates) == 2, updates  # the claim of all 30, then their final states
     with sf() as s:
@@ -99,8 +100,8 @@ def test_a_long_delivery_first_writes_the_states_finished_before_it(sf, tmp_path
             with sf() as s:
                 seen.update({d: get_delivery(s, d).status for d in ids[:2]})
 
-    process_deliveries(ids, session_factory=sf, settings=settings, processor=processor,
-                       long_running=lambda d: d.id == "b-2")
+    process_deliveries(ids, DeliveryJob(session_factory=sf, settings=settings, processor=processor,
+                       long_running=lambda d: d.id == "b-2"))
     assert seen == {"b-0": "processed", "b-1": "processed"}
 
 

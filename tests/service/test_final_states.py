@@ -23,6 +23,7 @@ from relay.store.deliveries import (
 )
 from relay.store.dispatches import ensure_dispatch, list_dispatches
 from relay.store.tables import DeliveryRecord
+from relay.worker.job import DeliveryJob
 from relay.worker.processing import MAX_ATTEMPTS, process_delivery
 from tests.fakes.github import pull_request_payload, push_payload
 
@@ -83,8 +84,8 @@ def test_a_stored_payload_over_the_limit_fails_and_is_never_retried(one_delivery
     with sf() as s:
         insert_delivery(s, delivery_id="old-deep", event="push",
                         payload=nested_push(1000).decode())
-    assert process_delivery("old-deep", session_factory=sf, settings=Settings(),
-                            processor=lambda d, st, sink: None) == "failed"
+    assert process_delivery("old-deep", DeliveryJob(session_factory=sf, settings=Settings(),
+                            processor=lambda d, st, sink: None)) == "failed"
     with sf() as s:
         row = get_delivery(s, "old-deep")
         assert row.status == "failed" and "nests too deeply" in row.error
@@ -147,9 +148,9 @@ def test_the_last_attempt_ends_pending_dispatch_rows_failed(one_delivery) -> Non
                             head_sha=None, pr_number=7, labels=[], status="pending")
         raise DispatchPending(503, "/repos/acme/l2-ci/dispatches", "still down")
 
-    statuses = [process_delivery("d-1", session_factory=sf, settings=Settings(),
+    statuses = [process_delivery("d-1", DeliveryJob(session_factory=sf, settings=Settings(),
                                  processor=lambda d, st, sink: None, fanout=fanout,
-                                 retry=lambda d, s: None) for _ in range(MAX_ATTEMPTS)]
+                                 retry=lambda d, s: None)) for _ in range(MAX_ATTEMPTS)]
     assert statuses == ["received"] * (MAX_ATTEMPTS - 1) + ["failed"]
     with sf() as s:
         row = get_delivery(s, "d-1")
@@ -162,8 +163,8 @@ def test_a_bug_after_the_claim_ends_failed_not_processing(one_delivery, caplog) 
     def ignore(delivery) -> None:
         raise KeyError("a bug")
 
-    assert process_delivery("d-1", session_factory=one_delivery, settings=Settings(),
-                            processor=lambda d, st, sink: None, ignore=ignore) == "failed"
+    assert process_delivery("d-1", DeliveryJob(session_factory=one_delivery, settings=Settings(),
+                            processor=lambda d, st, sink: None, ignore=ignore)) == "failed"
     with one_delivery() as s:
         assert get_delivery(s, "d-1").error == "internal error: KeyError: 'a bug'"
 
@@ -206,3 +207,23 @@ def test_recovery_while_serving_finishes_what_lost_its_worker(relay, recorder) -
 def test_the_deliveries_page_says_fan_out_is_at_least_once(relay) -> None:
     html = httpx.get(relay.url + "/deliveries").text
     assert 'id="at-least-once"' in html and "client_payload.delivery_id" in html
+
+
+def test_stored_states_keep_their_strings_and_attempt_results_are_never_stored(one_delivery) -> None:
+    """Issue 26: the states are an enum whose values are the stored strings (the ``?status=``
+    filter and every existing row depend on them); what an attempt comes to besides a state is a
+    separate enum none of whose values is a state."""
+    from relay.domain.delivery import DeliveryStatus
+    from relay.store.tables import DELIVERY_STATUSES
+    from relay.worker.job import AttemptResult
+
+    assert DELIVERY_STATUSES == ("received", "processing", "processed", "ignored", "failed")
+    assert [status.value for status in DeliveryStatus] == list(DELIVERY_STATUSES)
+    assert [s for s in DeliveryStatus if s.final] == ["processed", "ignored", "failed"]
+    assert not {result.value for result in AttemptResult} & set(DELIVERY_STATUSES)
+    deferred = process_delivery("d-1", DeliveryJob(session_factory=one_delivery, settings=Settings(),
+                                                   processor=lambda d, st, sink: AttemptResult.DEFERRED))
+    assert deferred is DeliveryStatus.PROCESSING  # other tasks finish it
+    with one_delivery() as s:
+        row = get_delivery(s, "d-1")
+        assert (row.status, type(row.status)) == ("processing", str)  # stored as the plain string

@@ -16,6 +16,7 @@ from relay.store import (
     save_run,
 )
 from relay.store.tables import RunRecord
+from relay.worker.job import DeliveryJob
 from relay.worker.processing import process_delivery
 from tests.fakes.runs import make_run
 
@@ -40,7 +41,7 @@ def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failin
         return make_run("run-d1", delivery_id=delivery.id, trigger="webhook")
 
     started = time.monotonic()
-    status = process_delivery("d-1", session_factory=factory, settings=Settings(), processor=processor)
+    status = process_delivery("d-1", DeliveryJob(session_factory=factory, settings=Settings(), processor=processor))
     assert status == "processed" and time.monotonic() - started >= 7.0
     with factory() as s:
         assert get_delivery(s, "d-1").status == "processed"
@@ -59,8 +60,8 @@ def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(o
         calls.append(delivery.id)
         return make_run("run-again", delivery_id=delivery.id, trigger="webhook")
 
-    assert process_delivery("d-1", session_factory=factory, settings=Settings(),
-                            processor=processor) == "processed"
+    assert process_delivery("d-1", DeliveryJob(session_factory=factory, settings=Settings(),
+                            processor=processor)) == "processed"
     assert calls == []
     with factory() as s:
         assert [r.id for r in s.query(RunRecord)] == ["run-d1"]

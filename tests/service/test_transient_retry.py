@@ -8,6 +8,7 @@ import pytest
 from relay.errors import GitHubAPIError
 from relay.settings import Settings
 from relay.store import get_delivery
+from relay.worker.job import DeliveryJob
 from relay.worker.processing import MAX_ATTEMPTS, process_delivery, retry_delay_s, transient
 from tests.fakes.github import pull_request_payload
 from tests.fakes.runs import make_run
@@ -30,8 +31,8 @@ def test_transient_failures_are_retried_then_succeed(factory) -> None:
         return make_run("run-d1", delivery_id=delivery.id, trigger="webhook")
 
     def run_once() -> str | None:
-        return process_delivery("d-1", session_factory=factory, settings=Settings(),
-                                processor=processor, retry=lambda d, s: scheduled.append((d, s)))
+        return process_delivery("d-1", DeliveryJob(session_factory=factory, settings=Settings(),
+                                processor=processor, retry=lambda d, s: scheduled.append((d, s))))
 
     assert run_once() == "received"
     with factory() as s:
@@ -52,8 +53,8 @@ def test_permanent_failures_and_the_last_attempt_fail(factory) -> None:
         raise GitHubAPIError(0, "/x", "ConnectError")
 
     for _ in range(MAX_ATTEMPTS):
-        status = process_delivery("d-1", session_factory=factory, settings=Settings(),
-                                  processor=broken, retry=lambda d, s: scheduled.append((d, s)))
+        status = process_delivery("d-1", DeliveryJob(session_factory=factory, settings=Settings(),
+                                  processor=broken, retry=lambda d, s: scheduled.append((d, s))))
     assert status == "failed" and len(scheduled) == MAX_ATTEMPTS - 1
     with factory() as s:
         assert get_delivery(s, "d-1").attempts == MAX_ATTEMPTS
@@ -95,7 +96,7 @@ def test_the_last_attempt_says_how_many_were_made(factory) -> None:
         raise GitHubAPIError(0, "/x", "ConnectError")
 
     for _ in range(MAX_ATTEMPTS):
-        process_delivery("d-1", session_factory=factory, settings=Settings(), processor=broken,
-                         retry=lambda d, s: None)
+        process_delivery("d-1", DeliveryJob(session_factory=factory, settings=Settings(), processor=broken,
+                         retry=lambda d, s: None))
     with factory() as s:
         assert get_delivery(s, "d-1").error.startswith(f"failed after {MAX_ATTEMPTS} attempts: GitHubAPIError")

@@ -22,6 +22,7 @@ from relay.crcr.callbacks import handle_callback
 from relay.crcr.tokens import authenticate
 from relay.errors import CallbackError, CallbackRateLimited
 from relay.service.body import read_capped
+from relay.service.deps import StateDep
 from relay.service.jsonbody import parse_json_body
 
 __all__ = ["router", "CALLBACK_BODY_CAP"]
@@ -31,8 +32,7 @@ router = APIRouter()
 
 
 @router.post("/api/crcr/callback")
-async def callback(request: Request) -> JSONResponse:
-    state = request.app.state
+async def callback(request: Request, state: StateDep) -> JSONResponse:
     counter = state.metrics.callbacks
     try:
         raw = await read_capped(request, CALLBACK_BODY_CAP)

@@ -32,15 +32,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query
+from sqlalchemy.orm import Session
 
 from relay.errors import RunNotFound
-from relay.service.deps import SessionDep
+from relay.service.deps import SessionDep, StateDep
 from relay.service.queries import commits, runs, tests
 from relay.service.queries import deliveries as deliveries_q
 from relay.service.queries import grid as grid_q
 from relay.service.queries.common import SHA
 from relay.service.readiness import readiness
+from relay.service.state import RelayState
 from relay.store.history import flaky_tests
 
 __all__ = ["router", "backend_readiness", "flaky_json", "STATUS_PATTERN", "VERDICT_PATTERN"]
@@ -59,10 +61,10 @@ def dashboard(session: SessionDep, limit: int = Query(50, ge=1, le=500)) -> dict
 
 
 @router.get("/grid")
-def grid(request: Request, session: SessionDep, commits_: int = Query(30, alias="commits", ge=1, le=200)
+def grid(state: StateDep, session: SessionDep, commits_: int = Query(30, alias="commits", ge=1, le=200)
          ) -> dict[str, Any]:
     """The HUD-style grid of the ``commits`` newest upstream commits (``queries.grid``)."""
-    settings = request.app.state.settings
+    settings = state.settings
     return grid_q.grid_json(session, commits=commits_, backend=settings.backend, upstream=settings.upstream_repo)
 
 
@@ -129,11 +131,9 @@ def quarantine(session: SessionDep) -> dict[str, Any]:
     return {"quarantine": list(quarantine_json(session).values())}
 
 
-def backend_readiness(request: Request, session: Any, name: str) -> dict[str, Any] | None:
+def backend_readiness(state: RelayState, session: Session, name: str) -> dict[str, Any] | None:
     """The readiness of ``name`` (the local backend or an allowlisted repo), ``None`` if neither."""
-    state = request.app.state
-    allowlist = state.allowlist() if getattr(state, "allowlist", None) else None
-    entry = allowlist.get(name) if allowlist is not None else None
+    entry = state.allowlist.get().get(name)
     local = "/" not in name
     if entry is None and name != state.settings.backend:
         return None
@@ -141,8 +141,8 @@ def backend_readiness(request: Request, session: Any, name: str) -> dict[str, An
 
 
 @router.get("/backends/{name:path}/readiness")
-def backend(name: str, request: Request, session: SessionDep) -> dict[str, Any]:
-    result = backend_readiness(request, session, name)
+def backend(name: str, state: StateDep, session: SessionDep) -> dict[str, Any]:
+    result = backend_readiness(state, session, name)
     if result is None:
         raise HTTPException(404, f"unknown backend or repo: {name}")
     return result

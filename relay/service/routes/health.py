@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from relay.service.deps import SessionDep
+from relay.service.deps import MetricsDep, SessionDep
 from relay.store import ping
 
 __all__ = ["router"]
@@ -25,7 +25,7 @@ def healthz(session: SessionDep) -> JSONResponse:
 
 
 @router.get("/metrics")
-def metrics(request: Request) -> Response:
+def metrics(app_metrics: MetricsDep) -> Response:
     """Prometheus text exposition of this app's registry."""
-    return Response(generate_latest(request.app.state.metrics.registry),
+    return Response(generate_latest(app_metrics.registry),
                     media_type=CONTENT_TYPE_LATEST)

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from relay.reporting.ingest import ingest_body, validation_errors
 from relay.reporting.models import HUD_BODY_CAP, HudBody
 from relay.service.body import read_capped
+from relay.service.deps import StateDep
 from relay.service.jsonbody import parse_json_body
 
 __all__ = ["router"]
@@ -40,10 +41,10 @@ def _authorized(request: Request, expected: str) -> bool:
 
 
 @router.post("/api/crcr/results", status_code=201)
-async def ingest_results(request: Request) -> JSONResponse:
+async def ingest_results(request: Request, state: StateDep) -> JSONResponse:
     """Validate and store one HUD body; see the module docstring for the answers."""
-    metrics = request.app.state.metrics.hud_results
-    expected = request.app.state.settings.results_token()
+    metrics = state.metrics.hud_results
+    expected = state.settings.results_token()
     if expected is not None and not _authorized(request, expected):
             metrics.labels("rejected").inc()
             return JSONResponse({"detail": "missing or wrong bearer token for the results ingest"},
@@ -64,7 +65,7 @@ async def ingest_results(request: Request) -> JSONResponse:
         return JSONResponse({"detail": validation_errors(exc)}, status_code=422)
 
     def _store() -> bool:
-        with request.app.state.session_factory() as session:
+        with state.session_factory() as session:
             return ingest_body(session, body, data)
 
     new = await run_in_threadpool(_store)

@@ -25,7 +25,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from relay.errors import RunNotFound
-from relay.service.deps import SessionDep
+from relay.service.deps import SessionDep, StateDep
 from relay.service.queries import commits, runs, tests
 from relay.service.queries import grid as grid_q
 from relay.service.queries.common import SHA
@@ -45,13 +45,12 @@ def error_page(request: Request, status: int, message: str) -> HTMLResponse:
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request, session: SessionDep, commits_: int = Query(30, alias="commits", ge=1, le=200)
-          ) -> HTMLResponse:
-    state = request.app.state
+def index(request: Request, state: StateDep, session: SessionDep,
+          commits_: int = Query(30, alias="commits", ge=1, le=200)) -> HTMLResponse:
     settings = state.settings
     grid = grid_q.grid_json(session, commits=commits_, backend=settings.backend, upstream=settings.upstream_repo)
-    names = [settings.backend] + [e.name for e in state.allowlist().external()]
-    ready = [r for n in dict.fromkeys(names) if (r := backend_readiness(request, session, n))]
+    names = [settings.backend] + [e.name for e in state.allowlist.get().external()]
+    ready = [r for n in dict.fromkeys(names) if (r := backend_readiness(state, session, n))]
     inflight = len(inflight_deliveries(session))
     live = inflight > 0 or any(c["conclusion"] == "pending" for row in grid["rows"] for c in row["cells"].values())
     return render(request, "grid.html", grid=grid, readiness=ready, inflight=inflight, live=live,
@@ -84,10 +83,10 @@ def run_spec_proposal(run_id: str, session: SessionDep) -> PlainTextResponse:
 
 
 @router.get("/commits/{sha}", response_class=HTMLResponse)
-def commit_page(request: Request, sha: str, session: SessionDep) -> HTMLResponse:
+def commit_page(request: Request, sha: str, state: StateDep, session: SessionDep) -> HTMLResponse:
     if not SHA.fullmatch(sha):
         return error_page(request, 400, "a commit is 7 to 64 hex characters")
-    view = commits.commit_view(session, sha, request.app.state.settings.upstream_repo)
+    view = commits.commit_view(session, sha, state.settings.upstream_repo)
     return render(request, "commit.html", view=view, json_url=f"/api/v1/commits/{view['sha']}")
 
 

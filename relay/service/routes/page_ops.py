@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from relay.service.deps import SessionDep
+from relay.service.deps import SessionDep, StateDep
 from relay.service.queries.deliveries import deliveries_view
 from relay.service.queries.readiness_view import readiness_view
 from relay.service.routes.dashboard import backend_readiness, flaky_json
@@ -30,9 +30,9 @@ router = APIRouter()
 
 
 @router.get("/deliveries", response_class=HTMLResponse)
-def deliveries_page(request: Request, session: SessionDep) -> HTMLResponse:
+def deliveries_page(request: Request, state: StateDep, session: SessionDep) -> HTMLResponse:
     view = deliveries_view(session, now=datetime.now(UTC))
-    queue = getattr(request.app.state, "queue", None)
+    queue = state.queue
     pool = ({"workers": queue.workers, "in_hand": queue.in_hand(), "scheduled": queue.scheduled()}
             if isinstance(queue, InProcessQueue) else None)
     return render(request, "deliveries.html", view=view, pool=pool, live=view["live"],
@@ -46,12 +46,11 @@ def flaky_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 
 @router.get("/backends/{name:path}/readiness", response_class=HTMLResponse)
-def readiness_page(request: Request, name: str, session: SessionDep) -> HTMLResponse:
-    data = backend_readiness(request, session, name)
+def readiness_page(request: Request, name: str, state: StateDep, session: SessionDep) -> HTMLResponse:
+    data = backend_readiness(state, session, name)
     if data is None:
         return error_page(request, 404, f"unknown backend or repo: {name}")
-    state = request.app.state
-    others = [n for n in dict.fromkeys([state.settings.backend] + [e.name for e in state.allowlist().external()])
-              if n != name]
+    names = [state.settings.backend] + [e.name for e in state.allowlist.get().external()]
+    others = [n for n in dict.fromkeys(names) if n != name]
     return render(request, "readiness.html", r=readiness_view(data), others=others,
                   json_url=f"/api/v1/backends/{name}/readiness")

@@ -23,8 +23,10 @@ from typing import Any
 
 from celery import Celery, chord
 
-from relay.domain.delivery import Delivery
+from relay.domain.delivery import DeliveryStatus
+from relay.domain.run import Run
 from relay.envs.environments import Environment, prepare
+from relay.github.events import ParsedDelivery
 from relay.logs import delivery_log
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import ResultSink
@@ -37,7 +39,8 @@ from relay.worker.celery.names import FINISH_RUN, RUN_FAILED
 from relay.worker.celery.shards import load_execution, session_factory, shard_signatures
 from relay.worker.celery.specs import spec_refs
 from relay.worker.delivery import DeliveryWork, run_config
-from relay.worker.processing import DEFERRED, DeliverySink, process_delivery
+from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Retry
+from relay.worker.processing import DeliverySink, process_delivery
 
 __all__ = ["start", "finish", "failed", "head_key", "base_key"]
 
@@ -82,13 +85,13 @@ def _chord(app: Celery, settings: Settings, plan: RunPlan, note: str | None) -> 
     return chord(header, body, app=app)
 
 
-def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Any = None) -> str | None:
-    """Process ``delivery_id`` up to its shards (see the module docstring); returns its status
+def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Retry | None = None) -> Outcome:
+    """Process ``delivery_id`` up to its shards (see the module docstring); returns its outcome
     (``processing`` while the chord runs)."""
     sf = session_factory(settings.database_url)
     work = DeliveryWork(settings, sf)
 
-    def processor(delivery: Delivery, s: Settings, sink: ResultSink) -> object:
+    def processor(delivery: ParsedDelivery, s: Settings, sink: ResultSink) -> Run | AttemptResult | None:
         if work.rerun(delivery):
             return None
         request = work.request(delivery)
@@ -103,11 +106,11 @@ def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Any = Non
         _chord(app, s, plan, getattr(sink, "note", None)).apply_async()
         delivery_log(log, delivery.id).info("run %s: %d + %d tests sent as shards", plan.run_id,
                                             len(plan.to_run), len(plan.base_missing))
-        return DEFERRED
+        return AttemptResult.DEFERRED
 
-    return process_delivery(delivery_id, session_factory=sf, settings=settings,
-                            processor=processor, report=work.report, fanout=work.fanout,
-                            retry=retry, ignore=work.ignored)
+    return process_delivery(delivery_id, DeliveryJob(
+        session_factory=sf, settings=settings, processor=processor, report=work.report,
+        fanout=work.fanout, retry=retry, ignore=work.ignored))
 
 
 def finish(settings: Settings, plan_json: dict[str, Any], note: str | None) -> str:
@@ -132,7 +135,8 @@ def finish(settings: Settings, plan_json: dict[str, Any], note: str | None) -> s
     except Exception as exc:  # noqa: BLE001 - the delivery must end visibly
         dlog.exception("finishing run %s failed", plan.run_id)
         with sf() as session:
-            mark_delivery(session, delivery_id, "failed", f"{type(exc).__name__}: {exc}"[:10_000])
+            mark_delivery(session, delivery_id, DeliveryStatus.FAILED,
+                          f"{type(exc).__name__}: {exc}"[:10_000])
         return "failed"
     dlog.info("processed (run %s: %s)", run.id, run.conclusion)
     evaluate_safely(sf, settings)
@@ -145,4 +149,4 @@ def failed(settings: Settings, delivery_id: str | None, error: str) -> None:
         return
     delivery_log(log, delivery_id).error("a shard failed: %s", error)
     with session_factory(settings.database_url)() as session:
-        mark_delivery(session, delivery_id, "failed", f"shard failed: {error}"[:10_000])
+        mark_delivery(session, delivery_id, DeliveryStatus.FAILED, f"shard failed: {error}"[:10_000])

@@ -5,7 +5,7 @@
     for rows still ``received``): ``relay.worker.celery.runs.start`` — claim, fan-out, plan,
     shards sent as a chord.  A message redelivered after its worker died finds the row
     ``processing``: it is moved back to ``received`` first so the delivery is not lost.  An
-    attempt that met the database gone (``INTERRUPTED``) retries the task after
+    attempt that met the database gone (``AttemptResult.INTERRUPTED``) retries the task after
     ``RELAY_DELIVERY_RETRY_S``, which moves the row back the same way.
 ``relay.run_shard(run_key, shard, ids, specs, device, timeout_s, reruns, env, python, modes)``
     ``relay.worker.celery.shards.run_shard``; a database blip retries it under
@@ -38,7 +38,7 @@ from relay.worker.celery import runs
 from relay.worker.celery.config import settings_of
 from relay.worker.celery.names import AGGREGATE, FINISH_RUN, PROCESS_DELIVERY, RUN_FAILED, RUN_SHARD
 from relay.worker.celery.shards import load_execution, run_shard, session_factory
-from relay.worker.processing import INTERRUPTED
+from relay.worker.job import AttemptResult
 
 __all__ = ["register"]
 
@@ -91,7 +91,7 @@ def register(app: Celery) -> dict[str, Any]:
         _requeue_if_redelivered(session_factory(settings.database_url), delivery_id, self.request)
         status = runs.start(app, settings, delivery_id,  # transient failures: again, later
                             retry=lambda d, delay: self.apply_async((d,), countdown=delay))
-        if status == INTERRUPTED:  # the database left under the claim: once it is back
+        if status is AttemptResult.INTERRUPTED:  # the database left under the claim: once it is back
             raise self.retry(countdown=settings.delivery_retry_s, max_retries=POISON_ATTEMPTS)
         return status
 
