@@ -45,7 +45,7 @@ _SELECTION = "tests/selection/"
 #: module → the test files that exercise it (a mutant is killed when one of them fails).
 MODULES: dict[str, tuple[str, ...]] = {
     "relay/domain/outcomes.py": (
-        _REGRESSION + "test_verdicts.py", _REGRESSION + "test_trunk_history.py",
+        _REGRESSION + "test_outcomes.py", _REGRESSION + "test_verdicts.py", _REGRESSION + "test_trunk_history.py",
         "tests/service/test_run_fields.py"),
     "relay/domain/flakiness.py": (
         _REGRESSION + "test_verdicts.py", _REGRESSION + "test_trunk_history.py",
@@ -81,8 +81,17 @@ MODULES: dict[str, tuple[str, ...]] = {
     "test_specs/format/precedence.py": ("tests/specs/test_expand.py", "tests/specs/test_templates.py"),
     "spyre_backend/capabilities.py": ("tests/spyre_backend/test_capabilities.py",),
 }
-#: Modules whose tests import torch: forked from a clean server process (mutmut's advice for torch).
-FORKSERVER = {"spyre_backend/capabilities.py", "test_specs/format/precedence.py"}
+#: How each mutant's process starts (mutmut ``process_isolation`` / ``forkserver_warmup``).  The
+#: default forks mutmut's own process, which imported the module once, unmutated: code that runs
+#: at import (pydantic types built by a factory, tables read into module constants) never runs
+#: mutated there.  Modules listed here run each mutant in a fresh fork of a server that imported
+#: nothing of ours (``none``), so the module is imported with the mutant in place; ``collect``
+#: (imports done once in the server) only for torch's fork safety.
+ISOLATION: dict[str, tuple[str, str]] = {
+    "relay/crcr/verdict.py": ("forkserver", "none"),
+    "spyre_backend/capabilities.py": ("forkserver", "collect"),
+    "test_specs/format/precedence.py": ("forkserver", "collect"),
+}
 KILLED = {"killed", "timeout", "segfault"}
 
 
@@ -133,14 +142,14 @@ def _toml_list(values: list[str]) -> str:
 
 def prepare(module: str, tests: tuple[str, ...]) -> Path:
     """A fresh scratch directory for one module: links to the tree and its own mutmut config."""
-    work = WORK / module.replace("/", ".").removesuffix(".py")
+    work = workdir(module)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     for name in LINKED:
         if (ROOT / name).exists():
             (work / name).symlink_to(ROOT / name)
     pyproject = (ROOT / "pyproject.toml").read_text()
-    isolation = "forkserver" if module in FORKSERVER else "fork"
+    isolation, warmup = ISOLATION.get(module, ("fork", "collect"))
     pyproject += (
         "\n[tool.mutmut]\n"
         f"source_paths = {_toml_list(list(PACKAGES))}\n"
@@ -149,6 +158,7 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
         f"pytest_add_cli_args_test_selection = {_toml_list(list(tests))}\n"
         f"do_not_mutate_patterns = {_toml_list(DO_NOT_MUTATE)}\n"
         f'process_isolation = "{isolation}"\n'
+        f'forkserver_warmup = "{warmup}"\n'
         "use_git_change_detection = false\n"
     )
     (work / "pyproject.toml").write_text(pyproject)
@@ -202,6 +212,10 @@ def score(module: str, work: Path, equivalents: dict[tuple[str, str, str], str])
     return result
 
 
+def workdir(module: str) -> Path:
+    return WORK / module.replace("/", ".").removesuffix(".py")
+
+
 def run_module(module: str, jobs: int, equivalents: dict[tuple[str, str, str], str]) -> ModuleScore:
     work = prepare(module, MODULES[module])
     t0 = time.perf_counter()
@@ -236,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at a time (default 2)")
     parser.add_argument("--min-score", type=float, default=0.9)
     parser.add_argument("--json", type=Path, help="also write the scores and survivors here")
+    parser.add_argument("--no-run", action="store_true",
+                        help="report the results left in .mutation/ by the last run, run nothing")
     args = parser.parse_args(argv)
     modules = [m for m in MODULES if not args.only or any(s in m for s in args.only)]
     if not modules:
@@ -244,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for module in modules:
         print(f"… {module} ({len(MODULES[module])} test files)", file=sys.stderr, flush=True)
-        results.append(run_module(module, args.jobs, equivalents))
+        results.append(score(module, workdir(module), equivalents) if args.no_run
+                       else run_module(module, args.jobs, equivalents))
     report(results, equivalents)
     if args.json:
         args.json.write_text(json.dumps(

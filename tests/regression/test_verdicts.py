@@ -145,6 +145,11 @@ def test_classify_all_threads_quarantine_trunk_history_and_the_run_id():
     (None, False), ("", False), ("aten::_softmax:flaky=0.3", False),
     ("aten::_softmax:flaky=0.3, aten::mm:raise", True), ("aten::add:offset=0.5", True),
     ("aten::add:nan", True), ("aten::add:abort", True), ("aten::add:hang", True), ("garbage", True),
+    ("aten::mm:raise,aten::_softmax:flaky=0.3", True), (",aten::mm:raise", True),
+    ("aten::_softmax:flaky=0.3,,aten::mm:raise", True),
+    # unreadable flaky values (spyre_backend.faults refuses them): counted as a regression
+    ("aten::_softmax:flaky=lots", True), ("aten::_softmax:flaky=1.5", True), ("aten::_softmax:flaky=0.3=1", True),
+    ("aten::_softmax:flaky=0,aten::mm:flaky=1", False),
 ])
 def test_only_flaky_faults_keep_a_run_in_trunk_history(faults, regression):
     assert injects_regression(faults) is regression
@@ -155,6 +160,9 @@ def test_env_key_compares_per_commit_templates_and_nothing_else():
     assert env_key(f"https://w/torch-{a}.whl", a) == env_key(f"https://w/torch-{b}.whl", b)
     assert env_key("current", a) == "current" != env_key("current+faults=aten::mm:flaky=0.1", a)
     assert env_key("torch==2.13.0", None) == "torch==2.13.0"
+    short = "abcdef1"  # the shortest sha a name may carry (git's default abbreviation)
+    assert env_key(f"https://w/torch-{short}.whl", short) == "https://w/torch-{sha}.whl"
+    assert env_key("torch-abcdef.whl", "abcdef") == "torch-abcdef.whl"  # 6 characters: not a commit
 
 
 def test_same_failure_compares_first_lines():
