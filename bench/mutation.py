@@ -58,7 +58,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         _REGRESSION + "test_culprit_push.py"),
     "relay/store/regression.py": (
         _REGRESSION + "test_trunk_history.py", _REGRESSION + "test_culprit_envs.py",
-        _REGRESSION + "test_quarantine.py", "tests/e2e/test_flaky_evidence.py"),
+        _REGRESSION + "test_quarantine.py"),  # the e2e guard (test_flaky_evidence.py) takes minutes a mutant
     "relay/crcr/allowlist.py": ("tests/crcr/test_allowlist_fixtures.py", "tests/service/test_allowlist.py"),
     "relay/crcr/verdict.py": ("tests/crcr/test_verdict.py",),
     "relay/crcr/tokens.py": (
