@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,9 +54,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "relay/domain/verdicts.py": (
         _REGRESSION + "test_verdicts.py", _REGRESSION + "test_trunk_history.py",
         _REGRESSION + "test_quarantine.py"),
-    "relay/domain/culprit.py": (
-        _REGRESSION + "test_culprit.py", _REGRESSION + "test_culprit_envs.py",
-        _REGRESSION + "test_culprit_push.py"),
+    "relay/domain/culprit.py": (  # test_culprit_push.py bisects real pushes: 1-2 minutes a test
+        _REGRESSION + "test_culprit.py", _REGRESSION + "test_culprit_envs.py"),
     "relay/store/regression.py": (
         _REGRESSION + "test_trunk_history.py", _REGRESSION + "test_culprit_envs.py",
         _REGRESSION + "test_quarantine.py"),  # the e2e guard (test_flaky_evidence.py) takes minutes a mutant
@@ -93,6 +93,12 @@ ISOLATION: dict[str, tuple[str, str]] = {
     "test_specs/format/precedence.py": ("forkserver", "collect"),
 }
 KILLED = {"killed", "timeout", "segfault"}
+#: a mutant is stopped after this many times its tests' clean duration (mutmut's default is 15):
+#: a mutant that loops forever (``lo = mid`` in a bisection) is a kill, not a 30-minute wait
+TIMEOUT_MULTIPLIER = 4
+#: address-space cap of every mutant process: a loop that appends forever fails fast instead
+#: of taking the shared machine's memory (torch maps ~3 GiB of address space on import)
+MEMORY_CAP = 8 << 30
 
 
 @dataclass
@@ -160,6 +166,7 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
         f'process_isolation = "{isolation}"\n'
         f'forkserver_warmup = "{warmup}"\n'
         "use_git_change_detection = false\n"
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
     )
     (work / "pyproject.toml").write_text(pyproject)
     return work
@@ -171,10 +178,14 @@ def _mutmut(work: Path, *args: str, log: Path | None = None) -> subprocess.Compl
     out = log.open("w") if log else subprocess.PIPE
     try:
         return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, env=env, text=True,
-                              stdout=out, stderr=subprocess.STDOUT, check=False)
+                              stdout=out, stderr=subprocess.STDOUT, check=False, preexec_fn=_cap_memory)
     finally:
         if log:
             out.close()
+
+
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
 def function_of(name: str) -> str:
