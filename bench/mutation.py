@@ -56,9 +56,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         _REGRESSION + "test_quarantine.py"),
     "relay/domain/culprit.py": (  # test_culprit_push.py bisects real pushes: 1-2 minutes a test
         _REGRESSION + "test_culprit.py", _REGRESSION + "test_culprit_envs.py"),
-    "relay/store/regression.py": (
-        _REGRESSION + "test_trunk_history.py", _REGRESSION + "test_culprit_envs.py",
-        _REGRESSION + "test_quarantine.py"),  # the e2e guard (test_flaky_evidence.py) takes minutes a mutant
+    "relay/store/regression.py": (  # its e2e guard (tests/e2e/test_flaky_evidence.py): minutes a mutant
+        _REGRESSION + "test_regression_store.py", _REGRESSION + "test_trunk_history.py",
+        _REGRESSION + "test_culprit_envs.py", _REGRESSION + "test_quarantine.py"),
     "relay/crcr/allowlist.py": ("tests/crcr/test_allowlist_fixtures.py", "tests/service/test_allowlist.py"),
     "relay/crcr/verdict.py": ("tests/crcr/test_verdict.py",),
     "relay/crcr/tokens.py": (
