@@ -59,7 +59,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "relay/store/regression.py": (  # its e2e guard (tests/e2e/test_flaky_evidence.py): minutes a mutant
         _REGRESSION + "test_regression_store.py", _REGRESSION + "test_trunk_history.py",
         _REGRESSION + "test_culprit_envs.py", _REGRESSION + "test_quarantine.py"),
-    "relay/crcr/allowlist.py": ("tests/crcr/test_allowlist_fixtures.py", "tests/service/test_allowlist.py"),
+    "relay/crcr/allowlist.py": (
+        "tests/crcr/test_allowlist_rules.py", "tests/crcr/test_allowlist_fixtures.py",
+        "tests/service/test_allowlist.py"),
     "relay/crcr/verdict.py": ("tests/crcr/test_verdict.py",),
     "relay/crcr/tokens.py": (
         "tests/crcr/test_callback_protocol.py", "tests/crcr/test_oidc_nightly.py",
