@@ -95,9 +95,9 @@ ISOLATION: dict[str, tuple[str, str]] = {
     "test_specs/format/precedence.py": ("forkserver", "collect"),
 }
 KILLED = {"killed", "timeout", "segfault"}
-#: a mutant is stopped after this many times its tests' clean duration (mutmut's default is 15):
+#: a mutant is stopped after this many times its tests' clean duration (+2 s; mutmut's default is 15):
 #: a mutant that loops forever (``lo = mid`` in a bisection) is a kill, not a 30-minute wait
-TIMEOUT_MULTIPLIER = 4
+TIMEOUT_MULTIPLIER = 8
 #: address-space cap of every mutant process: a loop that appends forever fails fast instead
 #: of taking the shared machine's memory (torch maps ~3 GiB of address space on import)
 MEMORY_CAP = 8 << 30
@@ -116,6 +116,7 @@ class ModuleScore:
     module: str
     mutants: int = 0
     killed: int = 0
+    timeouts: int = 0  # of the killed: the mutant's tests ran past the timeout (an endless loop)
     equivalent: int = 0
     seconds: float = 0.0
     survivors: list[Survivor] = field(default_factory=list)
@@ -170,7 +171,7 @@ def prepare(module: str, tests: tuple[str, ...]) -> Path:
         "use_git_change_detection = false\n"
         f"timeout_multiplier = {TIMEOUT_MULTIPLIER}\n"
         # a fresh import (pytest collection, pydantic, our packages) is in no clean test's time
-        f"timeout_constant = {15.0 if warmup == 'none' else 1.0}\n"
+        f"timeout_constant = {15.0 if warmup == 'none' else 2.0}\n"
     )
     (work / "pyproject.toml").write_text(pyproject)
     return work
@@ -219,6 +220,7 @@ def score(module: str, work: Path, equivalents: dict[tuple[str, str, str], str])
         result.mutants += 1
         if status_by_exit_code[code] in KILLED:
             result.killed += 1
+            result.timeouts += status_by_exit_code[code] == "timeout"
             continue
         survivor = Survivor(name, function_of(name), change_of(work, name))
         survivor.reason = equivalents.get((module, survivor.function, survivor.change))
@@ -244,9 +246,10 @@ def run_module(module: str, jobs: int, equivalents: dict[tuple[str, str, str], s
 
 
 def report(results: list[ModuleScore], equivalents: dict[tuple[str, str, str], str]) -> None:
-    print(f"{'module':36} {'mutants':>7} {'killed':>6} {'equiv':>5} {'survived':>8} {'score':>7} {'s':>5}")
+    print(f"{'module':36} {'mutants':>7} {'killed':>6} {'(t/o)':>5} {'equiv':>5} {'survived':>8} {'score':>7} "
+          f"{'s':>5}")
     for r in results:
-        print(f"{r.module:36} {r.mutants:7} {r.killed:6} {r.equivalent:5} {r.survived:8} "
+        print(f"{r.module:36} {r.mutants:7} {r.killed:6} {r.timeouts:5} {r.equivalent:5} {r.survived:8} "
               f"{r.score:7.1%} {r.seconds:5.0f}")
     for r in results:
         for s in r.survivors:
