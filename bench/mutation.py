@@ -64,10 +64,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/service/test_allowlist.py"),
     "relay/crcr/verdict.py": ("tests/crcr/test_verdict.py",),
     "relay/crcr/tokens.py": (
-        "tests/crcr/test_callback_protocol.py", "tests/crcr/test_oidc_nightly.py",
+        "tests/crcr/test_tokens_oidc.py", "tests/crcr/test_callback_protocol.py", "tests/crcr/test_oidc_nightly.py",
         "tests/service/test_callbacks.py"),
     "relay/crcr/oidc.py": (
-        "tests/crcr/test_callback_protocol.py", "tests/crcr/test_oidc_nightly.py",
+        "tests/crcr/test_tokens_oidc.py", "tests/crcr/test_callback_protocol.py", "tests/crcr/test_oidc_nightly.py",
         "tests/service/test_callbacks.py"),
     "relay/github/signing.py": ("tests/service/test_settings_signing.py", "tests/service/test_webhook.py"),
     "selection/stages/classify.py": (
