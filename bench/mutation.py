@@ -73,7 +73,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "selection/stages/classify.py": (
         _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py", _SELECTION + "test_upgrade_budget.py"),
     "selection/stages/budget.py": (_SELECTION + "test_upgrade_budget.py", _SELECTION + "test_stages.py"),
-    "selection/stages/refine.py": (_SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py"),
+    "selection/stages/refine.py": (
+        _SELECTION + "test_refine.py", _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py"),
     "selection/stages/scope.py": (
         _SELECTION + "test_stages.py", _SELECTION + "test_modules.py", _SELECTION + "test_broad_native.py",
         _SELECTION + "test_upgrade_budget.py"),
