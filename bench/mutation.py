@@ -72,7 +72,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "relay/github/signing.py": ("tests/service/test_settings_signing.py", "tests/service/test_webhook.py"),
     "selection/stages/classify.py": (
         _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py", _SELECTION + "test_upgrade_budget.py"),
-    "selection/stages/budget.py": (_SELECTION + "test_upgrade_budget.py", _SELECTION + "test_stages.py"),
+    "selection/stages/budget.py": (
+        _SELECTION + "test_budget.py", _SELECTION + "test_upgrade_budget.py", _SELECTION + "test_stages.py"),
     "selection/stages/refine.py": (
         _SELECTION + "test_refine.py", _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py"),
     "selection/stages/scope.py": (
