@@ -71,7 +71,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/service/test_callbacks.py"),
     "relay/github/signing.py": ("tests/service/test_settings_signing.py", "tests/service/test_webhook.py"),
     "selection/stages/classify.py": (
-        _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py", _SELECTION + "test_upgrade_budget.py"),
+        _SELECTION + "test_classify.py", _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py",
+        _SELECTION + "test_upgrade_budget.py"),
     "selection/stages/budget.py": (
         _SELECTION + "test_budget.py", _SELECTION + "test_upgrade_budget.py", _SELECTION + "test_stages.py"),
     "selection/stages/refine.py": (
