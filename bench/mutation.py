@@ -78,7 +78,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "selection/stages/refine.py": (
         _SELECTION + "test_refine.py", _SELECTION + "test_stages.py", _SELECTION + "test_heuristics.py"),
     "selection/stages/scope.py": (
-        _SELECTION + "test_stages.py", _SELECTION + "test_modules.py", _SELECTION + "test_broad_native.py",
+        _SELECTION + "test_scope.py", _SELECTION + "test_stages.py", _SELECTION + "test_modules.py",
+        _SELECTION + "test_broad_native.py",
         _SELECTION + "test_upgrade_budget.py"),
     "selection/attribution/rules.py": (
         _SELECTION + "test_source_map.py", _SELECTION + "test_modules.py", _SELECTION + "test_native.py",
