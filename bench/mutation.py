@@ -82,11 +82,13 @@ MODULES: dict[str, tuple[str, ...]] = {
         _SELECTION + "test_broad_native.py",
         _SELECTION + "test_upgrade_budget.py"),
     "selection/attribution/rules.py": (
-        _SELECTION + "test_source_map.py", _SELECTION + "test_modules.py", _SELECTION + "test_native.py",
+        _SELECTION + "test_attribution_rules.py", _SELECTION + "test_source_map.py", _SELECTION + "test_modules.py",
+        _SELECTION + "test_native.py",
         _SELECTION + "test_broad_native.py", _SELECTION + "test_module_graph.py"),
     "test_specs/format/precedence.py": (
         "tests/specs/test_precedence.py", "tests/specs/test_expand.py", "tests/specs/test_templates.py"),
-    "spyre_backend/capabilities.py": ("tests/spyre_backend/test_capabilities.py",),
+    "spyre_backend/capabilities.py": (
+        "tests/spyre_backend/test_capability_rules.py", "tests/spyre_backend/test_capabilities.py"),
 }
 #: How each mutant's process starts (mutmut ``process_isolation`` / ``forkserver_warmup``).  The
 #: default forks mutmut's own process, which imported the module once, unmutated: code that runs
