@@ -56,6 +56,9 @@ def test_an_opinfo_definition_names_the_entries_and_generators_it_changes(catalo
                          (entry, f"{CMI}:sample_inputs_softmax_variant (sample inputs) → 1 OpInfos"),
                          why={"softmax": entry}, definition=True)
     assert attribute(f(CMI), catalog) == Impact(CMI, attributed=False, definition=True)
+    generator = f"{CMI}:sample_inputs_softmax_variant (sample inputs) → 1 OpInfos"
+    assert attribute(f(CMI, symbols=["sample_inputs_softmax_variant", "sample_inputs_other"]), catalog) == Impact(
+        CMI, frozenset(), frozenset({"softmax"}), (generator,), why={"softmax": generator}, definition=True)
     assert attribute(f("torch/testing/_internal/opinfo/definitions/linalg.py", symbols=["helper"]), catalog) == \
         Impact("torch/testing/_internal/opinfo/definitions/linalg.py", definition=True)
 
