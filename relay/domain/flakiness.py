@@ -115,10 +115,18 @@ def injects_regression(faults: str | None) -> bool:
         entry = entry.strip()
         if not entry:
             continue
-        kind = entry.rpartition(":")[2].partition("=")[0].strip()
-        if kind not in NONDETERMINISTIC_FAULTS:
+        kind, _, value = entry.rpartition(":")[2].partition("=")
+        if kind.strip() not in NONDETERMINISTIC_FAULTS or not _probability(value):
             return True
     return False
+
+
+def _probability(text: str) -> bool:
+    """Whether ``text`` reads as a probability in [0, 1] (a ``flaky=P`` value)."""
+    try:
+        return 0.0 <= float(text) <= 1.0
+    except ValueError:
+        return False
 
 
 def env_key(name: str, head: str | None) -> str:

@@ -5,21 +5,17 @@ the upstream commit checked, over loopback against a fake JWKS and the fake GitH
 from __future__ import annotations
 
 import json
-import time
-import uuid
 
 import httpx
-import jwt
 import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import rsa
-from fastapi import FastAPI
 
 from relay.crcr.providers import parse_ci_providers
 from tests.fakes.fixtures import fixture_dir
+from tests.fakes.oidc import jwks_app, new_key, oidc_token
 
 SHA = "5" * 40
-AUD = "spyre-relay"
 BUILDKITE = "https://agent.buildkite.com"
 GITHUB = "https://token.actions.githubusercontent.com"
 
@@ -31,17 +27,12 @@ def claims() -> dict:
 
 @pytest.fixture
 def keys(live_server):
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())) | {"kid": "k1", "alg": "RS256"}
-    app = FastAPI()
-    app.get("/jwks")(lambda: {"keys": [jwk]})
-    return key, live_server(app).url + "/jwks"
+    key = new_key()
+    return key, live_server(jwks_app(key)).url + "/jwks"
 
 
 def _jwt(key, iss, **claims) -> str:
-    now = int(time.time())
-    body = {"iss": iss, "aud": AUD, "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex} | claims
-    return jwt.encode(body, key, algorithm="RS256", headers={"kid": "k1"})
+    return oidc_token(key, iss, **claims)
 
 
 @pytest.fixture

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 
+from relay.crcr.verdict import MAX_VERDICT_BYTES
 from relay.crcr.verdict import validate_triage_verdict as validate
 
 BASE = {"schema_version": 1, "category": "backend", "confidence": "low", "summary": "s"}
@@ -60,3 +64,38 @@ def test_overflow_is_cut_not_refused() -> None:
         "commit": "abcdef1"}
     empty = validate({**BASE, "evidence": [{}], "analyzer": {}})
     assert "evidence" not in empty and "analyzer" not in empty
+
+
+def test_a_plain_http_log_url_is_kept() -> None:
+    verdict = {**BASE, "evidence": [{"log_url": "http://ci.example.org/runs/1"}]}
+    assert validate(verdict) == verdict
+
+
+def test_a_verdict_of_exactly_16_kib_is_kept_one_byte_more_is_dropped() -> None:
+    raw = {**BASE, "padding": ""}  # an unknown key: counted in the size, then dropped
+    raw["padding"] = "x" * (MAX_VERDICT_BYTES - len(json.dumps(raw).encode()))
+    assert validate(raw) == BASE
+    raw["padding"] += "x"
+    assert validate(raw) is None
+
+
+def test_a_lowercase_z_offset_is_not_iso_8601_here() -> None:
+    assert validate({**BASE, "analyzed_at": "2026-01-01T00:00:00+00:00"})["analyzed_at"] == "2026-01-01T00:00:00+00:00"
+    assert validate({**BASE, "analyzed_at": "2026-01-01T00:00:00z"}) is None
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("text", "not an object"),
+    ({**BASE, "summary": "x" * 20_000}, f"over {MAX_VERDICT_BYTES}"),
+    ({**BASE, "summary": " "}, "must not be blank"),
+    ({**BASE, "schema_version": True}, "schema_version must be a number"),
+    ({**BASE, "evidence": [{"log_url": "https://a@b.org/"}]}, "must be a plain http(s) URL"),
+    ({**UP, "suspected_upstream": {"pr": 0}}, "pr must be positive"),
+    ({**UP, "suspected_upstream": {"commit": "xyz1234"}}, "hex sha"),
+    ({**UP, "suspected_upstream": {"reason": "r"}}, "suspected_upstream must name a pr or a commit"),
+    ({**BASE, "suspected_upstream": {"pr": 1}}, "suspected_upstream is only valid for category 'upstream'"),
+])
+def test_a_dropped_verdict_logs_the_rule_it_broke(bad, why, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="relay.crcr.verdict"):
+        assert validate(bad) is None
+    assert why in caplog.text

@@ -39,7 +39,8 @@ class Seen:
 @dataclass
 class FakeGitHub(HookDeliveries, CrcrRoutes):
     """State of the fake: ``pulls[(repo, number)]`` file lists, ``compares[(repo, base, head)]``,
-    ``fail_with`` (statuses answered, one per request, before normal service), ``seen``."""
+    ``fail_with`` (statuses answered, one per request of any route, before normal service),
+    ``compare_fail`` (the same for the compare API only, with headers), ``seen``."""
 
     pulls: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     compares: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
@@ -56,6 +57,9 @@ class FakeGitHub(HookDeliveries, CrcrRoutes):
     dispatches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     #: answers given to dispatches before accepting: ``(status, headers)``
     dispatch_fail: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    #: answers given to compare requests before serving, one per request: ``(status, headers)``
+    #: (a 5xx, a 403 with ``X-RateLimit-Remaining: 0`` — GitHub's primary rate limit, ...)
+    compare_fail: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     #: when set, a dispatch request waits until ``dispatch_release`` is set (slow GitHub)
     dispatch_hold: bool = False
     dispatch_release: threading.Event = field(default_factory=threading.Event)
@@ -118,6 +122,9 @@ class FakeGitHub(HookDeliveries, CrcrRoutes):
         def compare_route(owner: str, name: str, basehead: str, request: Request) -> JSONResponse:
             if (failed := _record(request)) is not None:
                 return failed
+            if self.compare_fail:
+                status, headers = self.compare_fail.pop(0)
+                return JSONResponse({"message": "fake compare failure"}, status_code=status, headers=headers)
             base, _, head = basehead.partition("...")
             key = (f"{owner}/{name}", base, head)
             files = self.compares.get(key)

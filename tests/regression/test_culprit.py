@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from relay.domain.culprit import bisect
+from relay.domain.culprit import BisectStep, bisect
 
 
 @pytest.mark.parametrize("bad_from", range(16))
@@ -37,3 +37,20 @@ def test_bisect_refuses_empty_and_good_head():
         bisect([], ["t"], lambda c, t: set())
     with pytest.raises(ValueError, match="nothing to bisect"):
         bisect(["a"], ["t"], lambda c, t: set(), verify_last=True)
+
+
+def test_each_round_records_its_commit_and_the_tests_that_failed_there():
+    def run(commit, tests):
+        return {"t1"} if commit >= "c" else set()
+
+    c = bisect(["a", "b", "c", "d"], ["t1", "t2"], run, verify_last=True)
+    assert c.steps == [BisectStep(commit="d", failed=["t1"]), BisectStep(commit="b", failed=[]),
+                       BisectStep(commit="c", failed=["t1"])]
+    assert (c.commit, c.tests, c.rounds) == ("c", ["t1"], 3)
+
+
+@pytest.mark.parametrize(("commits", "tests"), [([], ["t"]), (["a"], [])])
+def test_bisect_says_it_needs_a_commit_and_a_failing_test(commits, tests):
+    with pytest.raises(ValueError) as err:
+        bisect(commits, tests, lambda c, t: set())
+    assert str(err.value) == "bisect needs at least one commit and one failing test"

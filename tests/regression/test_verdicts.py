@@ -145,6 +145,11 @@ def test_classify_all_threads_quarantine_trunk_history_and_the_run_id():
     (None, False), ("", False), ("aten::_softmax:flaky=0.3", False),
     ("aten::_softmax:flaky=0.3, aten::mm:raise", True), ("aten::add:offset=0.5", True),
     ("aten::add:nan", True), ("aten::add:abort", True), ("aten::add:hang", True), ("garbage", True),
+    ("aten::mm:raise,aten::_softmax:flaky=0.3", True), (",aten::mm:raise", True),
+    ("aten::_softmax:flaky=0.3,,aten::mm:raise", True),
+    # unreadable flaky values (spyre_backend.faults refuses them): counted as a regression
+    ("aten::_softmax:flaky=lots", True), ("aten::_softmax:flaky=1.5", True), ("aten::_softmax:flaky=0.3=1", True),
+    ("aten::_softmax:flaky=0,aten::mm:flaky=1", False),
 ])
 def test_only_flaky_faults_keep_a_run_in_trunk_history(faults, regression):
     assert injects_regression(faults) is regression
@@ -155,8 +160,48 @@ def test_env_key_compares_per_commit_templates_and_nothing_else():
     assert env_key(f"https://w/torch-{a}.whl", a) == env_key(f"https://w/torch-{b}.whl", b)
     assert env_key("current", a) == "current" != env_key("current+faults=aten::mm:flaky=0.1", a)
     assert env_key("torch==2.13.0", None) == "torch==2.13.0"
+    short = "abcdef1"  # the shortest sha a name may carry (git's default abbreviation)
+    assert env_key(f"https://w/torch-{short}.whl", short) == "https://w/torch-{sha}.whl"
+    assert env_key("torch-abcdef.whl", "abcdef") == "torch-abcdef.whl"  # 6 characters: not a commit
 
 
 def test_same_failure_compares_first_lines():
     assert same_failure(BOOM + "\n  at line 3", "  " + BOOM)
     assert not same_failure(BOOM, OTHER) and not same_failure(None, None) and not same_failure("", "")
+
+
+LONG = "E" * 300
+
+
+@pytest.mark.parametrize(("head", "base", "kwargs", "reason"), [
+    (r("failed"), r("passed"), {}, "fails on head, passed on base"),
+    (r("failed"), None, {}, "fails on head; not run on base (new test)"),
+    (r("failed"), r("crashed"), {}, "fails on base too (crashed)"),
+    (r("passed"), r("timed_out"), {}, "timed_out on base, passes on head"),
+    (r("passed"), r("passed"), {}, "passes"),
+    (r("xpassed"), None, {}, "unexpected pass of an xfail test: the spec can be tightened"),
+    (r("skipped"), None, {}, "skipped as the spec expects"),
+    (r("timed_out"), r("passed"), {}, "runner timed out: no message"),
+    (r("crashed", message="Fatal Python error: Aborted\n  File x"), None, {},
+     "runner crashed: Fatal Python error: Aborted"),
+    (r("crashed", message=LONG + "\nsecond"), None, {}, f"runner crashed: {LONG[:200]}"),
+    (r("flaky", attempts=2), None, {}, "failed, then passed on a rerun in this run (2 attempts)"),
+    (r("flaky", attempts=3), None, {"run_id": "r9"}, "failed, then passed on a rerun in run r9 (3 attempts)"),
+    (r("failed"), None, {"quarantined": QuarantineNote("DISABLED x (no issue filed)")},
+     "quarantined: DISABLED x (no issue filed); its flaky runs are listed in the issue; failure ignored"),
+    (r("failed", message="E" * 200 + "\nmore"), r("passed"),
+     {"trunk": (t("r1", "passed"), t("r2", "failed", "E" * 200), t("r3", "passed"))},
+     "same failure flipped 2x on trunk runs of one commit and torch build (no change in between): "
+     f"r1 passed -> r2 failed at {SHA[:12]}; r2 failed -> r3 passed at {SHA[:12]}; failure: {'E' * 160!r}"),
+])
+def test_each_verdict_reason_reads_as_a_reviewer_sees_it(head, base, kwargs, reason):
+    """The reason is the dashboard's and the PR comment's explanation: its exact words."""
+    v = classify(head, base, **kwargs)
+    assert v.reason == reason
+    assert (v.head, v.base) == (head.outcome, base.outcome if base else None)
+
+
+def test_count_counts_every_verdict():
+    head = [r("failed", "a"), r("failed", "b"), r("passed", "c")]
+    assert count(classify_all(head, None)) == {"NEW": 2, "FLAKY": 0, "BROKEN_TRUNK": 0, "KNOWN": 0,
+                                                "FIXED": 0, "INFRA": 0, "OK": 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 from selection.pipeline import Selector
@@ -39,3 +40,30 @@ def test_generated_universe_reaches_the_target(universe, index):
     assert all(i.id in entries for i in items if i.op)
     gen = [i for i in items if i.suite == "upstream" and i.op == "linalg.vector_norm"]
     assert entries[gen[0].id] == ["aten::linalg_vector_norm"]
+
+
+_lm_spec = importlib.util.spec_from_file_location("label_machinery", ROOT / "bench" / "label_machinery.py")
+label_machinery = importlib.util.module_from_spec(_lm_spec)
+_lm_spec.loader.exec_module(label_machinery)
+
+
+def test_machinery_labels_are_the_reachable_ops_the_most_tests_execute():
+    entries = {"t1": ["aten::unsqueeze", "aten::mul"], "t2": ["aten::unsqueeze"], "t3": ["aten::add", "aten::mul"],
+               "t4": ["aten::mul", "aten::mul"], "m1": ["aten::unsqueeze"]}
+    subjects = {"t1": "unsqueeze", "t2": "unsqueeze", "t3": "add", "t4": "mul"}  # m1: a module test
+    assert label_machinery.most_executed(entries, subjects, 2) == [("mul", 3), ("unsqueeze", 3)]
+    ti_ops = frozenset({"aten::mul", "aten::add"})
+    kernels = label_machinery.reachable(["aten/src/ATen/TensorIterator.cpp"], ti_ops)
+    assert label_machinery.most_executed(entries, subjects, 2, kernels) == [("mul", 3), ("add", 1)]
+    assert label_machinery.reachable(["c10/core/TensorImpl.cpp"], ti_ops) is None  # every op
+    kernels = label_machinery.tensor_iterator_ops()  # from the installed native_functions.yaml
+    assert "aten::add" in kernels and "aten::view" not in kernels
+
+
+def test_the_machinery_cases_carry_labels_from_execution_not_from_the_canary_rule():
+    cases = label_machinery.machinery_cases()
+    assert len(cases) >= 5
+    for path in cases:
+        case = json.loads(path.read_text())
+        assert case["labelled_from"] == label_machinery.LABELLED_FROM, path.name
+        assert case["failures"] == case["must_select"][:1]

@@ -176,3 +176,23 @@ def one_delivery(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
                         payload=json.dumps(pull_request_payload()))
     yield sf
     engine.dispose()
+
+
+#: the op_db OpInfos of ``push_spec`` (``TestCommon::test_compare_cpu`` at float16)
+PUSH_OPS = ("softmax", "log_softmax", "add")
+
+
+@pytest.fixture(scope="session")
+def push_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small op_db spec for the push tests' real selection (ids ``push::…[<op>-float16]``)."""
+    from tests.spec_text import compare_cpu_spec
+
+    spec = tmp_path_factory.mktemp("push-spec") / "push.yaml"
+    spec.write_text(compare_cpu_spec(PUSH_OPS, exclude=["softmax.with_dtype"]))
+    return spec
+
+
+@pytest.fixture(scope="session")
+def push_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One state directory for the push tests: ``push_spec``'s op index is captured once."""
+    return tmp_path_factory.mktemp("push-state")

@@ -1,24 +1,21 @@
 """Push = PR: a ``push`` delivery reads its patches from the fake GitHub's compare API (per commit
 past the 300-file cap), over loopback, and then selects exactly what a ``pull_request`` delivery
-of the same files selects; without GitHub's patches the push selects more (whole files)."""
+of the same files selects — through the real pipeline (``run_change``: spec expansion, the
+captured op index, stages 1–3) on a small op_db spec; without GitHub's patches the push selects
+more (whole files).  ``tests/service/test_push_faults.py``: the push path when the compare API fails."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-import relay.worker.delivery
 from relay.github.client import GitHubClient
 from relay.github.compare import COMPARE_FILES_CAP, changeset_from_compare, merge_commit_files
 from relay.settings import Settings
-from selection.index.op_index import TestOpIndex
-from selection.models import ChangedFile, ChangeSet
-from selection.pipeline import Selector
-from test_specs.values.items import SpecItem, make_item_id
+from relay.store.runs import run_for_delivery
+from selection.models import ChangedFile
 from tests.fakes.github import pull_request_payload, push_payload
-from tests.fakes.runs import run_from_changeset
 from tests.service.conftest import SECRET
 
 REPO, BEFORE, AFTER = "pytorch/pytorch", "c" * 40, "d" * 40
@@ -29,65 +26,37 @@ FILES = [
     {"filename": "torch/_refs/__init__.py", "status": "modified",
      "patch": "@@ -10,3 +10,3 @@ def softmax(a, dim):\n-    return a\n+    return b\n"},
 ]
-OPS = {"softmax": ["aten::_softmax"], "log_softmax": ["aten::_log_softmax"], "add": ["aten::add"],
-       "mul": ["aten::mul"], "sum": ["aten::sum"], "mm": ["aten::mm"]}
+#: the universe: ``TestCommon::test_compare_cpu`` at float16 on ``PUSH_OPS`` (``tests/service/conftest.py``)
 
 
-def _item(op: str, dtype: str) -> SpecItem:
-    return SpecItem(id=make_item_id("core", "compare_cpu", op, dtype), suite="core", template="compare_cpu",
-                    upstream="test/test_ops.py::TestCommon::test_compare_cpu", op=op, dtype=dtype)
+def op_of(test_id: str) -> str:
+    return test_id.rsplit("[", 1)[1].rsplit("-", 1)[0]
 
 
-@pytest.fixture(scope="module")
-def selector(tmp_path_factory) -> Selector:
-    items = [_item(op, dt) for op in OPS for dt in ("float16", "float32")]
-    index = TestOpIndex({i.id: OPS[i.op] for i in items})
-    return Selector(items, index=index, generators={}, cache_dir=tmp_path_factory.mktemp("idx"))
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[ChangeSet]:
-    seen: list[ChangeSet] = []
-
-    def fake_run_change(request, config, ports):
-        seen.append(request.changeset)
-        return SimpleNamespace(run=run_from_changeset(request.changeset, trigger=request.trigger,
-                                                      delivery_id=request.delivery_id))
-
-    monkeypatch.setattr(relay.worker.delivery, "run_change", fake_run_change)
-    return seen
-
-
-def _selected(selector: Selector, cs: ChangeSet) -> list[str]:
-    return [t.id for t in selector.select(cs, mode="pr").to_run]
-
-
-def _deliver(tmp_path, start_relay, gh_url: str, event: str, payload: dict[str, Any], did: str) -> None:
-    settings = Settings(webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / (did + '.db')}",
-                        github_api_url=gh_url)
-    relay_ = start_relay(settings, report=False)
-    assert relay_.sender.send(event, payload, delivery_id=did).status_code == 202
-    relay_.drain()
+def _names(files: list[dict[str, Any]]) -> dict[str, list[str]]:
+    return {"modified": [f["filename"] for f in files], "added": [], "removed": []}
 
 
 def test_push_and_pr_of_the_same_files_select_the_same_tests(tmp_path, start_relay, fake_github,
-                                                             calls, selector) -> None:
+                                                             push_spec, push_state) -> None:
     fake, gh_url = fake_github
     fake.add_pull(REPO, 7, FILES)
     fake.compares[(REPO, BEFORE, AFTER)] = FILES
-    _deliver(tmp_path, start_relay, gh_url, "pull_request", pull_request_payload(number=7), "pr-1")
-    names = {"modified": [f["filename"] for f in FILES], "added": [], "removed": []}
-    _deliver(tmp_path, start_relay, gh_url, "push", push_payload(before=BEFORE, after=AFTER,
-                                                                 commits=[names]), "push-1")
-    pr, push = calls
-    assert [f.patch for f in push.files] == [f["patch"] for f in FILES]
-    assert "compare API" in push.notes[0]
-    want = _selected(selector, pr)
-    assert want and _selected(selector, push) == want
-    assert {t.split("[")[1].split("-")[0] for t in want} == {"softmax"}  # the kernel, not the file
-    # the same push without GitHub's patches: file names only, selection keeps more
-    bare = push.model_copy(update={"files": [f.model_copy(update={"patch": None}) for f in push.files]})
-    assert set(_selected(selector, bare)) > set(want)
+    settings = Settings(webhook_secret=SECRET, database_url=f"sqlite:///{tmp_path / 'relay.db'}",
+                        github_api_url=gh_url, state_dir=push_state, specs=str(push_spec))
+    relay_ = start_relay(settings, report=False)
+    assert relay_.sender.send("pull_request", pull_request_payload(number=7), delivery_id="pr-1").status_code == 202
+    push = push_payload(before=BEFORE, after=AFTER, commits=[_names(FILES)])
+    assert relay_.sender.send("push", push, delivery_id="push-1").status_code == 202
+    relay_.drain(timeout=600)
+    with relay_.app.state.session_factory() as session:
+        pr_run, push_run = (run_for_delivery(session, d) for d in ("pr-1", "push-1"))
+    assert pr_run is not None and push_run is not None
+    pr_sel = [(t.id, t.mode) for t in pr_run.selection]
+    assert pr_sel and [(t.id, t.mode) for t in push_run.selection] == pr_sel
+    assert {op_of(t) for t, _ in pr_sel} == {"softmax"}  # the kernel and the ref, not their files
+    assert [r.id for r in push_run.results] == [r.id for r in pr_run.results]
+    assert any("compare API" in reason for t in push_run.selection for reason in t.reasons)
 
 
 def test_push_past_the_compare_cap_reads_patches_per_commit(fake_github) -> None:

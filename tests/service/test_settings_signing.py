@@ -76,3 +76,25 @@ def test_error_tree_is_pinned() -> None:
     assert issubclass(errors.AllowlistError, errors.ConfigError)
     assert all(issubclass(getattr(errors, n), errors.CallbackError) for n in errors.__all__
                if n.startswith("Callback"))
+
+
+def test_a_blank_signature_header_is_missing_and_padding_around_a_good_one_is_ignored() -> None:
+    body, secret = b'{"a": 1}', "s3cr3t-value"
+    with pytest.raises(SignatureMissing) as missing:
+        verify(body, secret, "  \t")
+    assert str(missing.value) == "missing X-Hub-Signature-256 header"
+    verify(body, secret, f"  {sign(body, secret)}\n")
+
+
+@pytest.mark.parametrize("header", ["sha256=" + "0" * 63, "sha256=" + "0" * 65, "sha256=" + "g" * 64,
+                                    "0" * 64, "SHA256=" + "0" * 64, "sha256=" + "0" * 64 + " x"])
+def test_only_sha256_and_64_hex_digits_is_a_signature(header) -> None:
+    with pytest.raises(SignatureMalformed) as err:
+        verify(b"{}", "s3cr3t-value", header)
+    assert str(err.value) == "malformed X-Hub-Signature-256 header (expected sha256=<64 hex digits>)"
+
+
+def test_the_same_body_signed_with_another_secret_is_a_mismatch() -> None:
+    with pytest.raises(SignatureMismatch) as err:
+        verify(b"{}", "s3cr3t-value", sign(b"{}", "another-secret"))
+    assert str(err.value) == "signature does not match the payload"
