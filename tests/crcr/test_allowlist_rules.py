@@ -11,7 +11,7 @@ from relay.crcr.allowlist import (
     AllowEntry,
     Allowlist,
     AllowlistSource,
-    allowlist_for,
+    allowlist_source,
     parse_allowlist,
 )
 from relay.errors import AllowlistError
@@ -84,8 +84,8 @@ def test_an_l4_mapping_warns_once_and_names_its_entries() -> None:
 
 def test_without_an_allowlist_only_this_relays_backend_runs_at_l2() -> None:
     assert Allowlist.local_only("spyre-sim").entries == {"spyre-sim": AllowEntry("spyre-sim", "L2")}
-    current = allowlist_for(None, "spyre-sim")
-    assert current().entries == {"spyre-sim": AllowEntry("spyre-sim", "L2")} and current().external() == []
+    current = allowlist_source(None, "spyre-sim")
+    assert current.get().entries == {"spyre-sim": AllowEntry("spyre-sim", "L2")} and current.get().external() == []
 
 
 def test_a_url_allowlist_is_read_through_the_given_transport_and_its_errors_name_the_url() -> None:
@@ -102,5 +102,5 @@ def test_a_url_allowlist_is_read_through_the_given_transport_and_its_errors_name
 def test_a_file_allowlist_refreshes_every_5_seconds_by_default(tmp_path) -> None:
     path = tmp_path / "allow.yaml"
     path.write_text("L1: [a/b]\n")
-    source = allowlist_for(str(path), "spyre-sim")
-    assert source().level_of("a/b") == "L1" and source.__self__.refresh_s == 5.0
+    source = allowlist_source(str(path), "spyre-sim")
+    assert source.get().level_of("a/b") == "L1" and source.refresh_s == 5.0

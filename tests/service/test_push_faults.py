@@ -22,6 +22,7 @@ import pytest
 
 from relay.domain.delivery import Delivery
 from relay.github.compare import COMPARE_FILES_CAP
+from relay.github.events import parse_event
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import Ports
 from relay.pipeline.request import RunRequest
@@ -30,7 +31,7 @@ from relay.settings import Settings
 from relay.store import create_schema, make_engine, make_session_factory
 from relay.store.run_store import SqlRunStore
 from relay.worker.delivery import run_config
-from relay.worker.handlers import request_for
+from relay.worker.handlers import HANDLERS
 from tests.fakes.github import FakeGitHub, pull_request_payload, push_payload
 from tests.service.conftest import SECRET
 
@@ -63,7 +64,8 @@ class Pipeline:
 
     def request(self, event: str, payload: dict) -> RunRequest:
         delivery = Delivery(id=f"{event}-1", event=event, received_at=datetime.now(UTC), payload=payload)
-        request = request_for(delivery, self.settings)
+        handler = HANDLERS[event]
+        request = handler.run(parse_event(event, payload), delivery.id, self.settings)
         assert request is not None
         return request
 
