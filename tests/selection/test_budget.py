@@ -58,3 +58,12 @@ def test_the_cut_is_recorded_as_a_stage_and_a_note() -> None:
 ])
 def test_a_span_reads_in_seconds_from_50_ms_and_in_ms_below(seconds, text) -> None:
     assert span(seconds) == text
+
+
+def test_the_first_test_that_does_not_fit_ends_the_cut_even_if_a_cheaper_one_follows() -> None:
+    # a fits, b (60 s) does not, c and d (1 s each) would: the cut keeps a prefix of the ranking,
+    # so a lower-ranked test is never run in place of a higher-ranked one that was cut.
+    durations = {item("a").id: 10.0, item("b").id: 60.0, item("c").id: 1.0, item("d").id: 1.0}
+    state = apply_budget(ranked(), 0.5, durations)
+    assert ids(state) == ["a"]
+    assert state.notes[-1] == "budget 0.5 min: kept 1 (0.2 min), cut 3 lower-ranked tests"
