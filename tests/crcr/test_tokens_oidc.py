@@ -179,3 +179,47 @@ def test_issuers_come_from_the_settings(tmp_path) -> None:
     explicit = oidc_from_settings(Settings(webhook_secret="s" * 32, ci_providers=str(providers),
                                            buildkite_oidc_jwks_url="https://keys.example/bk"))
     assert explicit is not None and explicit.issuers[BK].jwks_url == "https://keys.example/bk"
+    only_slashes = oidc_from_settings(Settings(webhook_secret="s" * 32, ci_providers=str(providers),
+                                               buildkite_oidc_issuer="https://bk.example/X//"))
+    assert only_slashes is not None  # only trailing slashes are dropped from the issuer
+    assert only_slashes.issuers["https://bk.example/X//"].jwks_url == "https://bk.example/X/.well-known/jwks"
+
+
+def _unsigned(claims: dict) -> str:
+    """A JWT-shaped token whose claims PyJWT's encoder would refuse (an ``iss`` that is no string)."""
+    import base64
+    import json
+
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+    return f"{part({'alg': 'RS256', 'kid': 'k1'})}.{part(claims)}.c2ln"
+
+
+def test_an_oidc_token_is_refused_without_exp_with_an_unknown_key_or_an_issuer_that_is_no_string(issuer) -> None:
+    """CRCR ``jwt_helper``: ``exp`` is required; a key the JWKS does not hold and an ``iss`` of
+    any other type than a string are 401s with a reason, never a 500."""
+    key, url = issuer
+    oidc = OidcVerifier([OidcIssuer(GH, url, GITHUB)], AUD)
+    no_exp = oidc_token(key, GH, repository="a/b", exp=None)
+    assert refusal(lambda: oidc.verify(no_exp)) == \
+        'Invalid authorization token: Token is missing the "exp" claim'
+    other_kid = jwt.encode({"iss": GH, "aud": AUD, "exp": int(time.time()) + 60, "repository": "a/b"},
+                           key, algorithm="RS256", headers={"kid": "k2"})
+    assert refusal(lambda: oidc.verify(other_kid)).startswith(
+        "Invalid authorization token: Unable to find a signing key that matches")
+    for iss in (["https://token.actions.githubusercontent.com"], {"a": 1}, 7):
+        assert refusal(lambda iss=iss: oidc.verify(_unsigned({"iss": iss}))) == \
+            f"Unsupported OIDC issuer: {str(iss)[:200]}"
+    long_iss = "https://" + "x" * 300
+    assert refusal(lambda: oidc.verify(oidc_token(key, long_iss))) == \
+        f"Unsupported OIDC issuer: {long_iss[:200]}"
+
+
+def test_the_buildkite_pipeline_map_is_reread_at_the_settings_interval(tmp_path) -> None:
+    providers = tmp_path / "ci_providers.yml"
+    providers.write_text("providers:\n  buildkite:\n    repo_map:\n      o/p: {repo: acme/bk}\n")
+    bk = oidc_from_settings(Settings(webhook_secret="s" * 32, ci_providers=str(providers),
+                                     allowlist_refresh_s=0))
+    assert bk is not None and bk.providers().buildkite["o/p"].repo == "acme/bk"
+    providers.write_text("providers:\n  buildkite:\n    repo_map:\n      o/p: {repo: acme/other}\n")
+    assert bk.providers().buildkite["o/p"].repo == "acme/other"

@@ -3,6 +3,8 @@ is kept, the next one is not; unmeasured tests cost ``DEFAULT_SECONDS``; what th
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from selection.models import ChangeSet
@@ -55,6 +57,7 @@ def test_the_cut_is_recorded_as_a_stage_and_a_note() -> None:
 
 @pytest.mark.parametrize(("seconds", "text"), [
     (0.05, "0.1 s"), (0.0499, "50 ms"), (1.25, "1.2 s"), (0.001, "1 ms"), (0.0009, "0.9 ms"), (0.0, "0 ms"),
+    (0.0125, "12 ms"),
 ])
 def test_a_span_reads_in_seconds_from_50_ms_and_in_ms_below(seconds, text) -> None:
     assert span(seconds) == text
@@ -67,3 +70,19 @@ def test_the_first_test_that_does_not_fit_ends_the_cut_even_if_a_cheaper_one_fol
     state = apply_budget(ranked(), 0.5, durations)
     assert ids(state) == ["a"]
     assert state.notes[-1] == "budget 0.5 min: kept 1 (0.2 min), cut 3 lower-ranked tests"
+
+
+class _SlowDurations(dict):
+    """Durations whose every look-up takes 5 ms, so the stage's own time is measurable."""
+
+    def get(self, key, default=None):
+        time.sleep(0.005)
+        return super().get(key, default)
+
+
+def test_the_budget_stage_reports_its_own_time_in_ms_and_the_kept_time_in_minutes() -> None:
+    durations = _SlowDurations({item(op).id: 300.0 for op in OPS})
+    state = apply_budget(ranked(), 10, durations)
+    stage = state.stats[-1]
+    assert 15.0 <= stage.ms < 5000.0 and stage.ms == round(stage.ms, 3)  # 3 look-ups × 5 ms, in ms
+    assert state.notes[-1] == "budget 10 min: kept 2 (10.0 min), cut 2 lower-ranked tests"

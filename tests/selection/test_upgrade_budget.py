@@ -94,7 +94,7 @@ def test_budget_cuts_a_prefix_of_the_ranked_list(universe):
 def test_budget_defaults_none_and_errors(universe):
     st = replace(state(universe), candidates=tuple(_ranked(universe)))
     assert apply_budget(st, None, {}) is st
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^budget must be ≥ 0 minutes, got -1$"):
         apply_budget(st, -1, {})
     out = apply_budget(st, 3 * DEFAULT_SECONDS / 60.0, {})
     assert sum(1 for c in out.candidates if c.mode != "skip") == 3
