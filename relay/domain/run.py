@@ -43,6 +43,9 @@ class Run(BaseModel):
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
     results were used.  ``culprit`` is the first bad commit of a push range found by bisection
     (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
+    ``reruns_skipped`` counts the failures not rerun because they are deterministic device
+    refusals (each says so in its result's ``not_rerun``; ``test_specs.values.refusals``), filled
+    from ``results`` unless given (a listing loads it without the results).
     ``spec_proposal`` is stage 4's spec write-back (``relay.pipeline.writeback``): a unified diff
     against the spec files that ``git apply`` accepts, ``None`` when nothing was proposed.
     """
@@ -73,6 +76,7 @@ class Run(BaseModel):
     baseline_run: str | None = None
     culprit: Culprit | None = None
     spec_proposal: str | None = None
+    reruns_skipped: int = 0
 
     @field_validator("results", mode="before")
     @classmethod
@@ -91,6 +95,10 @@ class Run(BaseModel):
                 if kind in counts:
                     counts[kind] += 1
             data = {**data, "verdict_counts": counts}
+        if isinstance(data, dict) and data.get("results") and "reruns_skipped" not in data:
+            data = {**data, "reruns_skipped": sum(
+                1 for r in data["results"]
+                if (r.not_rerun if isinstance(r, TestResult) else isinstance(r, dict) and r.get("not_rerun")))}
         return data
 
     @staticmethod

@@ -120,6 +120,8 @@ class RunRecord(Base):
     counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
     #: stage 4's spec write-back, a unified diff (``Run.spec_proposal``)
     spec_proposal: Mapped[str | None] = mapped_column(Text)
+    #: failures not rerun: deterministic device refusals (``Run.reruns_skipped``)
+    reruns_skipped: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"
@@ -147,6 +149,8 @@ class TestResultRecord(Base):
     message: Mapped[str | None] = mapped_column(Text)
     #: failure output, bounded (``relay.domain.results.DETAIL_MAX_CHARS``)
     detail: Mapped[str | None] = mapped_column(Text)
+    #: why a failure was not rerun (``TestResult.not_rerun``), else NULL
+    not_rerun: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[RunRecord] = relationship(back_populates="results")
 
