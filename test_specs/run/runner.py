@@ -88,6 +88,16 @@ def default_shards() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def thread_env(workers: int, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` plus ``OMP_NUM_THREADS`` = the cores per worker (at least 1) when ``workers`` > 1
+    and neither ``env`` nor this process sets it: torch starts one intra-op thread per core in
+    every worker, so N workers on N cores would run N² threads, whose idle ones spin (OpenMP)."""
+    out = dict(env or {})
+    if workers > 1 and "OMP_NUM_THREADS" not in out and "OMP_NUM_THREADS" not in os.environ:
+        out["OMP_NUM_THREADS"] = str(max(1, default_shards() // workers))
+    return out
+
+
 def expected_seconds(item_ids: Iterable[str], durations: Mapping[str, float] | None) -> dict[str, float]:
     """Each id's expected duration in seconds: its stored one, else the median of the stored ones
     among ``item_ids`` (1.0 when none is stored) — an unmeasured test is assumed typical."""
@@ -174,7 +184,7 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
         rules = {i: modes[i] for i in item_ids if modes and i in modes}
         if rules:
             cmd.append(f"--spyre-modes={write_rules(workdir / 'modes.json', rules)}")
-        rc = _run(cmd, workdir, env, record)
+        rc = _run(cmd, workdir, thread_env(workers, env), record)
     items = read_items(workdir / "items.jsonl")
     meta = {it["id"]: it for it in items.values()}
     for rid in item_ids:

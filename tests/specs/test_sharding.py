@@ -16,7 +16,14 @@ from relay.store.db import create_schema, make_engine, make_session_factory
 from relay.store.runs import save_run
 from relay.worker.celery.shards import plan_shards
 from relay.worker.delivery import run_config
-from test_specs.run.runner import default_shards, expected_seconds, longest_first, run_items, shard_split
+from test_specs.run.runner import (
+    default_shards,
+    expected_seconds,
+    longest_first,
+    run_items,
+    shard_split,
+    thread_env,
+)
 from test_specs.values.results import TestResult
 
 TINY = "tiny_spec"
@@ -26,6 +33,17 @@ def test_default_shards_is_every_core_this_process_may_use() -> None:
     assert default_shards() == len(os.sched_getaffinity(0)) >= 1
     assert RunConfig(spec_paths=(), state_dir=Path(".")).shards == default_shards()
     assert LocalExecutors(()).shards == default_shards()
+
+
+def test_workers_share_the_cores_instead_of_each_taking_all(monkeypatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert thread_env(4, {"A": "1"}) == {"A": "1", "OMP_NUM_THREADS": "2"}
+    assert thread_env(16)["OMP_NUM_THREADS"] == "1"
+    assert "OMP_NUM_THREADS" not in thread_env(1)  # one worker: torch's own default
+    assert thread_env(4, {"OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"  # the caller's wins
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert "OMP_NUM_THREADS" not in thread_env(4)  # inherited from this process
 
 
 def test_duration_balanced_split_ends_the_shards_together() -> None:
