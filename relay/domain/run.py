@@ -43,6 +43,9 @@ class Run(BaseModel):
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
     results were used.  ``culprit`` is the first bad commit of a push range found by bisection
     (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
+    ``selected_at`` is when selection ended and execution began (``started_at`` ≤ it ≤
+    ``finished_at``; ``None`` for side runs and runs stored before it was kept): the split of a
+    delivery's detection time (``relay.service.detection``).
     ``reruns_skipped`` counts the failures not rerun because they are deterministic device
     refusals (each says so in its result's ``not_rerun``; ``test_specs.values.refusals``), filled
     from ``results`` unless given (a listing loads it without the results).
@@ -63,6 +66,7 @@ class Run(BaseModel):
     delivery_id: str | None = None
     started_at: datetime
     finished_at: datetime
+    selected_at: datetime | None = None
     universe: int = 0
     selected: int = 0
     conclusion: Conclusion

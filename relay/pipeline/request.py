@@ -89,6 +89,8 @@ class RunPlan(BaseModel):
     started_at: datetime
     request: RunRequest
     selection: Selection
+    #: when selection (specs, indexes, stages 1–3, environments) ended and execution began
+    selected_at: datetime | None = None
     notes: list[str] = Field(default_factory=list)
     to_run: list[str] = Field(default_factory=list)
     base_found: dict[str, TestResult] = Field(default_factory=dict)

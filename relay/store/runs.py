@@ -51,6 +51,7 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     record.delivery_id = run.delivery_id
     record.started_at = run.started_at
     record.finished_at = run.finished_at
+    record.selected_at = run.selected_at
     record.universe = run.universe
     record.selected = run.selected
     record.conclusion = run.conclusion
@@ -116,7 +117,8 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
         head=record.head, title=record.title, trigger=record.trigger,  # type: ignore[arg-type]
         ref=record.ref, baseline_run=record.baseline_run,
         delivery_id=record.delivery_id, started_at=as_utc(record.started_at),
-        finished_at=as_utc(record.finished_at), universe=record.universe,
+        finished_at=as_utc(record.finished_at),
+        selected_at=as_utc(record.selected_at) if record.selected_at else None, universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]
         stages=[StageStats.model_validate(s) for s in record.stages or []],
         results=results, counts=dict(record.counts or {}), spec_proposal=record.spec_proposal,

@@ -113,6 +113,8 @@ class RunRecord(Base):
     delivery_id: Mapped[str | None] = mapped_column(String(100), index=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: selection ended, execution began (``Run.selected_at``)
+    selected_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     universe: Mapped[int] = mapped_column(Integer, default=0)
     selected: Mapped[int] = mapped_column(Integer, default=0)
     conclusion: Mapped[str] = mapped_column(String(20))

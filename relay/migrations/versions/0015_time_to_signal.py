@@ -1,7 +1,8 @@
-"""Reruns skipped: test_results.not_rerun (why a failure was not rerun) and runs.reruns_skipped
+"""Time to signal: test_results.not_rerun, runs.reruns_skipped, runs.selected_at
 
 A deterministic device refusal (``test_specs.values.refusals``) is not rerun; its result says so
-and the run counts them.
+and the run counts them.  ``selected_at`` splits a run into selection and execution for the
+detection time (``relay.service.detection``).
 
 Revision ID: 0015
 Revises: 0012
@@ -24,10 +25,12 @@ def upgrade() -> None:
         batch.add_column(sa.Column("not_rerun", sa.Text(), nullable=True))
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("reruns_skipped", sa.Integer(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("selected_at", sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs") as batch:
+        batch.drop_column("selected_at")
         batch.drop_column("reruns_skipped")
     with op.batch_alter_table("test_results") as batch:
         batch.drop_column("not_rerun")
