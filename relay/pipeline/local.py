@@ -35,6 +35,8 @@ class LocalExecutors:
     shards: int = field(default_factory=default_shards)
     upstream: Path | None = None
     durations: Callable[[], Mapping[str, float]] | None = field(default=None, compare=False)
+    #: rerun deterministic device refusals too (before issue 29; a bench's baseline)
+    rerun_refusals: bool = False
 
     @classmethod
     def for_config(cls, config: RunConfig) -> LocalExecutors:
@@ -59,6 +61,7 @@ class LocalExecutors:
             return run_items(list(ids), list(self.spec_paths), workdir=sub, device=self.device,
                              timeout_s=self.timeout_s, on_result=on_result, shards=self.shards,
                              upstream=self.upstream, modes=modes,
-                             durations=self.durations() if self.durations else None, **extra)
+                             durations=self.durations() if self.durations else None,
+                             rerun_refusals=self.rerun_refusals, **extra)
 
         return execute

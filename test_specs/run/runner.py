@@ -144,13 +144,16 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
               shards: int = 1, upstream: str | Path | None = None,
               python: str | None = None,
               modes: Mapping[str, ModeRule] | None = None,
-              durations: Mapping[str, float] | None = None) -> list[TestResult]:
+              durations: Mapping[str, float] | None = None,
+              rerun_refusals: bool = False) -> list[TestResult]:
     """See the module docstring.  ``env`` is added to (not substituted for) ``os.environ``.
 
     ``shards``: the number of xdist workers (at most ``len(item_ids)``; ``shard_split`` is the
     deterministic split for runs spread over machines; ``default_shards()``: every core).
     ``durations``: stored seconds per id; with them the items run longest first
-    (``longest_first``, ``--spyre-ordered``), so the workers end together.  ``upstream``: a PyTorch checkout;
+    (``longest_first``, ``--spyre-ordered``), so the workers end together.  ``rerun_refusals``:
+    rerun deterministic device refusals too (the behaviour before issue 29; for
+    ``bench/time_to_signal.py``'s baseline).  ``upstream``: a PyTorch checkout;
     ``path:`` entries of the specs are resolved against it and their upstream tests run through
     ``test_specs.upstream.tree`` (source-tree mode).  ``python``: the interpreter that runs pytest
     (another environment's torch; it needs pytest-xdist, pytest-timeout, pytest-rerunfailures
@@ -167,7 +170,7 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
 
     def record(r: TestResult) -> None:
         if r.id in wanted and r.id not in results:
-            if reruns > 0:
+            if reruns > 0 and not rerun_refusals:
                 r = mark_not_rerun(r)
             results[r.id] = r
             if on_result is not None:
@@ -176,7 +179,7 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
     rc = None
     if item_ids and specs:
         cmd = _command(specs, workdir, device=device, reruns=reruns, timeout_s=timeout_s, workers=workers,
-                       n_items=len(item_ids), upstream=upstream, python=python)
+                       n_items=len(item_ids), upstream=upstream, python=python, rerun_refusals=rerun_refusals)
         order = longest_first(item_ids, durations) if durations else item_ids
         (workdir / "selected_ids.txt").write_text("".join(i + "\n" for i in order), encoding="utf-8")
         if durations:
@@ -203,7 +206,8 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
 
 
 def _command(specs: list[str], workdir: Path, *, device: str, reruns: int, timeout_s: float, workers: int,
-             n_items: int, upstream: str | Path | None, python: str | None) -> list[str]:
+             n_items: int, upstream: str | Path | None, python: str | None,
+             rerun_refusals: bool = False) -> list[str]:
     """The pytest command line of the module docstring (step 1)."""
     targets, extra = list(specs), []
     if upstream is not None:
@@ -225,7 +229,7 @@ def _command(specs: list[str], workdir: Path, *, device: str, reruns: int, timeo
            # controller, which imports the warning's module (spyre_backend, torch: ~2.5 s of CPU)
            "-p", "no:warnings"]
     if reruns > 0:
-        cmd += ["--reruns", str(reruns), "--rerun-except", RERUN_EXCEPT]
+        cmd += ["--reruns", str(reruns)] + ([] if rerun_refusals else ["--rerun-except", RERUN_EXCEPT])
     return cmd
 
 

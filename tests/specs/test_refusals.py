@@ -79,6 +79,10 @@ def test_the_runner_reruns_a_flaky_failure_but_not_a_refusal(fixtures: Path, fau
     again = run_items(ids[1:], [fixtures / "tiny_spec.yaml"], workdir=tmp_path / "w0", device="cpu", reruns=0,
                       timeout_s=60, env={"SPYRE_SPEC_TEMPLATES": fault_templates})
     assert again[0].outcome == "failed" and again[0].not_rerun is None
+    # the behaviour before (a bench's baseline): refusals rerun like any failure
+    old = run_items(ids[1:], [fixtures / "tiny_spec.yaml"], workdir=tmp_path / "old", device="cpu", reruns=2,
+                    timeout_s=60, env={"SPYRE_SPEC_TEMPLATES": fault_templates}, rerun_refusals=True)
+    assert old[0].attempts == 3 and old[0].not_rerun is None
 
 
 def test_stage_4_reruns_other_failures_and_marks_refusals() -> None:
@@ -95,3 +99,27 @@ def test_stage_4_reruns_other_failures_and_marks_refusals() -> None:
     assert asked == [[other.id]]
     got = {r.id: r for r in state.results}
     assert got[other.id].outcome == "flaky" and got[refused.id].not_rerun is not None
+
+
+def test_the_run_counts_and_stores_the_reruns_skipped(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from relay.domain.run import Run
+    from relay.store.db import create_schema, make_engine, make_session_factory
+    from relay.store.runs import list_runs, load_run, save_run
+
+    refused = mark_not_rerun(_failed("x [float16] sample 0: device raised SpyreDtypeError: no float64"))
+    other = _failed("mismatch").model_copy(update={"id": "s::T::u[x-float16]"})
+    now = datetime.now(UTC)
+    run = Run(id="r", base="a", head="b", started_at=now, finished_at=now, conclusion="failure",
+              results=[refused, other], selected=2)
+    assert run.reruns_skipped == 1 and '"reruns_skipped":1' in run.model_dump_json()
+    engine = make_engine(f"sqlite:///{tmp_path / 'r.db'}")
+    create_schema(engine)
+    with make_session_factory(engine)() as s:
+        save_run(s, run)
+        stored = load_run(s, "r")
+        listed = list_runs(s)[0]
+    engine.dispose()
+    assert stored.reruns_skipped == listed.reruns_skipped == 1
+    assert {r.id: r.not_rerun for r in stored.results} == {refused.id: refused.not_rerun, other.id: None}
