@@ -3,6 +3,7 @@
 Usage::
 
     python bench/device_overhead.py [--ops add,mul,... | --all] [--dtypes float16,float32] [--repeat N]
+                                    [--clock cpu|wall]
 
 For every (OpInfo, dtype) the comparison of ``spyre_backend.opinfo_compare.check_op`` runs
 twice in this one process, with the same seed: once with the CPU as the device under test
@@ -11,9 +12,14 @@ op run through the fallback, results moved back, compared). Both runs include sa
 generation, the CPU reference and ``assert_close``, i.e. what one compare-to-CPU test costs.
 
 Printed: seconds and samples per second for each device, the ratio spyre/CPU for the whole
-comparison (goal from issue 3: ≤ 2.0) and for the device side alone (move + run + move back,
-where the per-op overhead of the fallback shows undiluted). Pairs that Spyre refuses stop at
-the refused sample on both sides (the CPU run is cut to the same number of samples).
+comparison (goal from issue 29: ≤ 1.3; issue 3 asked ≤ 2.0) and for the device side alone (move +
+run + move back, where the per-op overhead of the fallback shows undiluted).  Seconds are this
+process's CPU time (``--clock cpu``, the default: ``time.process_time``, all its threads), so the
+other processes of a shared machine do not enter the ratio; ``--clock wall`` measures wall time.
+torch runs one intra-op thread (``--threads``), as a pytest worker does when every core has one:
+with more, idle OpenMP threads spin, and that CPU time swamps small ops on a loaded machine.
+Pairs that Spyre refuses stop at the refused sample on both sides (the CPU run is cut to the same
+number of samples).
 """
 
 from __future__ import annotations
@@ -52,12 +58,18 @@ class _Limited:
             yield s
 
 
+#: GOAL of issue 29 for the whole comparison, spyre/CPU.
+GOAL = 1.3
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+_clock = CLOCKS["cpu"]
+
+
 def _timed(opinfo, dtype, device: str) -> tuple[float, dict, object]:
     torch.manual_seed(0)
     timing: dict = {}
-    t0 = time.perf_counter()
-    outcome = check_op(opinfo, dtype, device=device, timing=timing)
-    return time.perf_counter() - t0, timing, outcome
+    t0 = _clock()
+    outcome = check_op(opinfo, dtype, device=device, timing=timing, clock=_clock)
+    return _clock() - t0, timing, outcome
 
 
 def run(opinfos: list, dtypes: list[str], repeat: int = 1) -> dict:
@@ -98,8 +110,8 @@ def report(totals: dict) -> str:
         )
     ratio = sp["total_s"] / max(cpu["total_s"], 1e-9)
     dev_ratio = sp["device_s"] / max(cpu["device_s"], 1e-9)
-    verdict = "met" if ratio <= 2.0 else "MISSED"
-    lines.append(f"ratio spyre/cpu: whole comparison {ratio:.2f}x (goal <= 2.0x: {verdict}), "
+    verdict = "met" if ratio <= GOAL else "MISSED"
+    lines.append(f"ratio spyre/cpu: whole comparison {ratio:.2f}x (goal <= {GOAL}x: {verdict}), "
                  f"device side alone {dev_ratio:.2f}x")
     return "\n".join(lines)
 
@@ -110,7 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every OpInfo in op_db")
     parser.add_argument("--dtypes", default="float16,float32")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads (default 1: what each pytest worker gets when "
+                        "every core runs one, test_specs.run.runner)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: this process's CPU time (default; robust on a shared machine); wall")
     ns = parser.parse_args(argv)
+    global _clock
+    _clock = CLOCKS[ns.clock]
+    torch.set_num_threads(ns.threads)
     warnings.simplefilter("ignore")
     opinfos = select_opinfos(None if ns.all else ns.ops.split(","))
     print(report(run(opinfos, ns.dtypes.split(","), ns.repeat)))

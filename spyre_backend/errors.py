@@ -14,7 +14,7 @@ already handles CUDA OOM handles Spyre OOM the same way.
 
 from __future__ import annotations
 
-__all__ = ["SpyreError", "SpyreUnsupportedOpError", "SpyreDtypeError", "SpyreCompileError"]
+__all__ = ["SpyreError", "SpyreUnsupportedOpError", "SpyreDtypeError", "SpyreCompileError", "REFUSALS"]
 
 
 class SpyreError(Exception):
@@ -42,3 +42,9 @@ class SpyreDtypeError(SpyreError, TypeError):
 class SpyreCompileError(SpyreError, RuntimeError):
     """The op has a kernel but real Spyre rejects this call (an in-device copy, a non-contiguous
     kernel input); the message names the aten op, dtype, capability rule and its source."""
+
+
+#: The device's deterministic refusals: the same call on the same build raises them every time,
+#: so a rerun cannot change the outcome (the spec runner does not rerun them:
+#: ``test_specs.values.refusals``).  An injected fault (``spyre_backend.faults``) never raises one.
+REFUSALS: tuple[type[SpyreError], ...] = (SpyreUnsupportedOpError, SpyreDtypeError, SpyreCompileError)

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, capabilities, device_module, faults, numerics, tensors, validation
+from . import adapters, capabilities, device_module, faults, gemm, numerics, tensors, validation
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 from .overloads import REJECTED_DTYPES, OverloadFacts, ReturnKind
 
@@ -155,6 +155,9 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
         faults.before_op(fault)
     if row.adapter is not None:
         result = adapters.run(row.adapter, op, cargs, ckwargs)
+    elif info.name in gemm.GEMM_OPS and gemm.applies(info.name, len(info.mutated) > len(info.outs), cargs, ckwargs) \
+            and all(n in ckwargs for _, n in info.outs):  # fp16 operands, fp32 accumulation (gemm)
+        result = gemm.run(op, cargs, ckwargs, [n for _, n in info.outs])
     else:
         result = op(*cargs, **ckwargs)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -87,11 +88,13 @@ def _refusal(subject: str, dtype: str, n: int, exc: SpyreError) -> Outcome:
     return Outcome(subject, dtype, "not_implemented", samples=n, aten_op=aten_op, reason=reason)
 
 
-def check_op(opinfo, dtype: torch.dtype, device: str = "spyre", timing: dict | None = None) -> Outcome:
+def check_op(opinfo, dtype: torch.dtype, device: str = "spyre", timing: dict | None = None,
+             clock: Callable[[], float] = time.perf_counter) -> Outcome:
     """Compare ``opinfo`` in ``dtype`` on ``device`` with the CPU (see the module docstring).
 
     ``timing``, if given, accumulates seconds spent on the device side (``"device_s"``: move,
-    run, move back) and counts ``"samples"``; used by ``bench/device_overhead.py``.
+    run, move back) and counts ``"samples"``, read from ``clock`` (seconds; wall time by default,
+    ``time.process_time`` for this process's CPU time); used by ``bench/device_overhead.py``.
     """
     dname = str(dtype).removeprefix("torch.")
     subject = subject_name(opinfo)
@@ -101,7 +104,6 @@ def check_op(opinfo, dtype: torch.dtype, device: str = "spyre", timing: dict | N
     n = bad = 0
     max_abs = max_rel = None
     numeric = True
-    clock = time.perf_counter
     for sample in opinfo.sample_inputs("cpu", dtype):
         n += 1
         try:

@@ -8,6 +8,8 @@ Load it explicitly (it is not auto-registered)::
 - Collection (pattern: pytest ``doc/en/example/nonpython``): any ``*.yaml``/``*.yml`` whose text
   contains ``test_suite_config`` is loaded and expanded (``expand.expand_spec``).
 - ``--spyre-select=FILE``: one item id per line; every other item is reported as deselected.
+  ``--spyre-ordered``: the selected items run in the file's order (the runner writes them longest
+  first, so xdist's dynamic scheduling ends its workers together) instead of collection order.
 - ``--spyre-modes=FILE``: the run's mode per item id (``test_specs.values.planned``, JSON): a selected
   item runs in that mode (e.g. stage 3's predicted ``xfail``) instead of its spec's.
 - ``--spyre-device=spyre|cpu`` (default ``spyre``; ``spyre`` imports ``spyre_backend``).
@@ -47,6 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("spyre", "spyre-relay spec items")
     g.addoption("--spyre-select", metavar="FILE", default=None,
                 help="run only the item ids listed in FILE (one per line)")
+    g.addoption("--spyre-ordered", action="store_true", default=False,
+                help="run the selected items in the order of the --spyre-select file")
     g.addoption("--spyre-modes", metavar="FILE", default=None,
                 help="JSON {item id: {mode, reason}}: run these items in these modes")
     g.addoption("--spyre-device", choices=("spyre", "cpu"), default="spyre", help="device under test (default: spyre)")
@@ -107,11 +111,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _select(config: pytest.Config, items: list[pytest.Item], select: Path) -> None:
-    wanted = {ln.strip() for ln in select.read_text(encoding="utf-8").splitlines() if ln.strip()}
-    keep = [i for i in items if (it := spec_item_of(i)) is not None and it.id in wanted]
-    drop = [i for i in items if i not in keep]
+    lines = [ln.strip() for ln in select.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    position = {item_id: n for n, item_id in reversed(list(enumerate(lines)))}
+    keep = [i for i in items if (it := spec_item_of(i)) is not None and it.id in position]
+    kept = set(keep)
+    drop = [i for i in items if i not in kept]
     if drop:
         config.hook.pytest_deselected(items=drop)
+    if config.getoption("--spyre-ordered"):
+        keep.sort(key=lambda i: position[spec_item_of(i).id])  # type: ignore[union-attr]
     items[:] = keep
 
 

@@ -95,7 +95,8 @@ def audit(
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
     device: Annotated[str, typer.Option(help="Device the tests run on.")] = "spyre",
     timeout: Annotated[int, typer.Option(help="Per-test timeout, seconds.")] = 120,
-    shards: Annotated[int, typer.Option("--shards", min=1, help="Concurrent pytest processes.")] = 1,
+    shards: Annotated[int | None, typer.Option(
+        "--shards", min=1, help="Concurrent pytest processes (default: one per core).")] = None,
 ) -> None:
     """Run the universe (or --spec) on base and head, select on the same change, and print every
     outcome change selection missed (with the stage and reason), the recall of real outcome
@@ -109,8 +110,10 @@ def audit(
     from relay.pipeline.audit import AuditRequest, audit_change
     from relay.pipeline.request import RunConfig
     from relay.pipeline.specs import default_specs
+    from test_specs.run.runner import default_shards
 
     settings = settings_or_fail().model_copy(update={"backend": backend})
+    shards = shards or default_shards()
     for env_text in (head_env, base_env):
         try:
             validate(env_text)

@@ -129,6 +129,9 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
     print_named(console, run)
     console.print(f"{skipped_by_selection} selected tests classified skip (not run); "
                   f"{run.selected} run; stored in the database as run {run.id}")
+    if run.reruns_skipped:
+        console.print(f"{run.reruns_skipped} failures not rerun: deterministic device refusals "
+                      "(a rerun cannot change them)", highlight=False)
     for note in outcome.notes[:10]:
         console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False)
     for path in outcome.proposals:

@@ -57,7 +57,7 @@ def _change(ref: str, upstream: Path | None, settings, head_env: str | None, bas
     return read_change_or_fail(ref), None, None, head_env, base_env
 
 
-def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: int, shards: int,
+def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: int, shards: int | None,
          upstream: Path | None, commit_env):
     """Wire the ports and run ``request``; returns the ``RunOutcome``."""
     from relay.cli.render import BarProgress
@@ -70,8 +70,9 @@ def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: in
     from relay.reporting.sink import StoreAndReport
     from relay.store.db import create_schema, make_engine, make_session_factory
     from relay.store.run_store import SqlRunStore
+    from test_specs.run.runner import default_shards
 
-    specs = tuple(spec or default_specs())
+    specs, shards = tuple(spec or default_specs()), shards or default_shards()
     config = RunConfig(spec_paths=specs, state_dir=settings.state_dir, backend=settings.backend,
                        device=device, timeout_s=timeout, shards=shards, upstream=upstream)
     engine = make_engine(settings.database_url)
@@ -115,7 +116,8 @@ def replay(
     upstream: Annotated[Path | None, typer.Option(
         "--upstream", exists=True, file_okay=False,
         help="A PyTorch checkout: run the specs' upstream test files (path: entries) from it.")] = None,
-    shards: Annotated[int, typer.Option("--shards", min=1, help="Concurrent pytest processes.")] = 1,
+    shards: Annotated[int | None, typer.Option(
+        "--shards", min=1, help="Concurrent pytest processes (default: one per core).")] = None,
     budget_minutes: Annotated[float | None, typer.Option(
         "--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
 ) -> None:

@@ -71,14 +71,14 @@ def run_specs(
     junit: Annotated[Path | None, typer.Option(help="Write the JUnit XML here.")] = None,
     workdir: Annotated[Path | None, typer.Option(help="Run directory (default: a new temp dir).")] = None,
     device: Annotated[str, typer.Option(help="spyre or cpu.")] = "spyre",
-    shards: Annotated[int, typer.Option(min=1, help="pytest-xdist workers.")] = 1,
+    shards: Annotated[int | None, typer.Option(min=1, help="pytest-xdist workers (default: one per core).")] = None,
     reruns: Annotated[int, typer.Option(min=0, help="Reruns of a failing test.")] = 0,
     timeout: Annotated[int, typer.Option(min=1, help="Seconds per test.")] = 300,
     strict: Annotated[bool, typer.Option(help="Diagnostics are errors.")] = False,
 ) -> None:
     """Run whole specs without selection; progress, JUnit XML and a summary with counts."""
     from relay.cli.render import BarProgress
-    from test_specs.run.runner import run_items
+    from test_specs.run.runner import default_shards, run_items
     from test_specs.values.results import BAD_OUTCOMES, OUTCOMES
 
     specs = spec_files_or_fail(spec) or []
@@ -99,7 +99,7 @@ def run_specs(
     progress.phase("running tests")
     try:
         results = run_items(ids, specs, workdir=wd, device=device, reruns=reruns, timeout_s=timeout,
-                            on_result=progress.result, shards=shards, upstream=root)
+                            on_result=progress.result, shards=shards or default_shards(), upstream=root)
     finally:
         progress.close()
     counts = {o: n for o in OUTCOMES if (n := sum(r.outcome == o for r in results))}

@@ -43,6 +43,12 @@ class Run(BaseModel):
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
     results were used.  ``culprit`` is the first bad commit of a push range found by bisection
     (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
+    ``selected_at`` is when selection ended and execution began (``started_at`` ≤ it ≤
+    ``finished_at``; ``None`` for side runs and runs stored before it was kept): the split of a
+    delivery's detection time (``relay.service.detection``).
+    ``reruns_skipped`` counts the failures not rerun because they are deterministic device
+    refusals (each says so in its result's ``not_rerun``; ``test_specs.values.refusals``), filled
+    from ``results`` unless given (a listing loads it without the results).
     ``spec_proposal`` is stage 4's spec write-back (``relay.pipeline.writeback``): a unified diff
     against the spec files that ``git apply`` accepts, ``None`` when nothing was proposed.
     """
@@ -60,6 +66,7 @@ class Run(BaseModel):
     delivery_id: str | None = None
     started_at: datetime
     finished_at: datetime
+    selected_at: datetime | None = None
     universe: int = 0
     selected: int = 0
     conclusion: Conclusion
@@ -73,6 +80,7 @@ class Run(BaseModel):
     baseline_run: str | None = None
     culprit: Culprit | None = None
     spec_proposal: str | None = None
+    reruns_skipped: int = 0
 
     @field_validator("results", mode="before")
     @classmethod
@@ -91,6 +99,10 @@ class Run(BaseModel):
                 if kind in counts:
                     counts[kind] += 1
             data = {**data, "verdict_counts": counts}
+        if isinstance(data, dict) and data.get("results") and "reruns_skipped" not in data:
+            data = {**data, "reruns_skipped": sum(
+                1 for r in data["results"]
+                if (r.not_rerun if isinstance(r, TestResult) else isinstance(r, dict) and r.get("not_rerun")))}
         return data
 
     @staticmethod

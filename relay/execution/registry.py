@@ -18,7 +18,9 @@ from relay.errors import ConfigError
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import ExecutorFactory
 from relay.settings import Settings
+from relay.store.durations import durations_from_db
 from relay.worker.queue import InProcessQueue, TaskQueue
+from test_specs.run.runner import default_shards
 
 __all__ = ["executors_for", "task_queue_for", "distributed"]
 
@@ -34,9 +36,11 @@ def _celery_missing(exc: ImportError) -> ConfigError:
 
 
 def executors_for(settings: Settings, spec_paths: Sequence[Path], *, device: str = "spyre",
-                  timeout_s: float = 120, shards: int = 1,
+                  timeout_s: float = 120, shards: int | None = None,
                   upstream: Path | None = None) -> ExecutorFactory:
-    """How a replay's tests execute: Celery shards with a broker, else local pytest processes.
+    """How a replay's tests execute: Celery shards with a broker (the workers' own concurrency),
+    else local pytest processes — ``shards`` of them, default every core — running the tests
+    longest first by the durations stored in ``RELAY_DATABASE_URL`` so they end together.
     Raises ``ConfigError`` when a broker is set but Celery is not installed."""
     if distributed(settings):
         try:
@@ -44,8 +48,9 @@ def executors_for(settings: Settings, spec_paths: Sequence[Path], *, device: str
         except ImportError as exc:
             raise _celery_missing(exc) from None
         return CeleryExecutors(settings, spec_paths, device=device, timeout_s=timeout_s)
-    return LocalExecutors(tuple(spec_paths), device=device, timeout_s=timeout_s, shards=shards,
-                          upstream=upstream)
+    return LocalExecutors(tuple(spec_paths), device=device, timeout_s=timeout_s,
+                          shards=shards or default_shards(), upstream=upstream,
+                          durations=lambda: durations_from_db(settings.database_url))
 
 
 def task_queue_for(settings: Settings, handler: Callable[[str], None],

@@ -9,13 +9,13 @@ variables of its environment and the run's mode per test (``relay.pipeline.modes
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from relay.envs.environments import Environment
 from relay.pipeline.ports import Executor
 from relay.pipeline.request import RunConfig
-from test_specs.run.runner import run_items
+from test_specs.run.runner import default_shards, run_items
 from test_specs.values.planned import ModeRule
 from test_specs.values.results import TestResult
 
@@ -25,20 +25,24 @@ __all__ = ["LocalExecutors"]
 @dataclass(frozen=True)
 class LocalExecutors:
     """Makes executors over ``spec_paths`` on ``device``; ``timeout_s`` per test (seconds),
-    ``shards`` concurrent pytest processes, ``upstream`` a PyTorch checkout for ``path:``
-    entries."""
+    ``shards`` concurrent pytest processes (default: every core), ``upstream`` a PyTorch
+    checkout for ``path:`` entries; ``durations``, called once per execution, the stored seconds
+    per test id (the tests then run longest first, so the workers end together)."""
 
     spec_paths: tuple[Path, ...]
     device: str = "spyre"
     timeout_s: float = 120
-    shards: int = 1
+    shards: int = field(default_factory=default_shards)
     upstream: Path | None = None
+    durations: Callable[[], Mapping[str, float]] | None = field(default=None, compare=False)
+    #: rerun deterministic device refusals too (before issue 29; a bench's baseline)
+    rerun_refusals: bool = False
 
     @classmethod
     def for_config(cls, config: RunConfig) -> LocalExecutors:
         """The executors of a run configured by ``config``."""
         return cls(config.spec_paths, device=config.device, timeout_s=config.timeout_s,
-                   shards=config.shards, upstream=config.upstream)
+                   shards=config.shards, upstream=config.upstream, durations=config.durations)
 
     def __call__(self, workdir: Path, *, environment: Environment | None = None,
                  on_result: Callable[[TestResult], None] | None = None,
@@ -56,6 +60,8 @@ class LocalExecutors:
             sub.mkdir(parents=True, exist_ok=True)
             return run_items(list(ids), list(self.spec_paths), workdir=sub, device=self.device,
                              timeout_s=self.timeout_s, on_result=on_result, shards=self.shards,
-                             upstream=self.upstream, modes=modes, **extra)
+                             upstream=self.upstream, modes=modes,
+                             durations=self.durations() if self.durations else None,
+                             rerun_refusals=self.rerun_refusals, **extra)
 
         return execute

@@ -12,6 +12,7 @@ and what comes out.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from relay.domain.run import Run, Trigger
 from relay.pipeline.modes import run_modes
 from selection.models import ChangeSet, Selection
+from test_specs.run.runner import default_shards
 from test_specs.values.planned import ModeRule
 from test_specs.values.results import TestResult
 
@@ -52,7 +54,10 @@ class RunConfig:
 
     ``spec_paths``: the spec files (the universe); ``upstream``: a PyTorch checkout for the
     specs' ``path:`` entries; ``timeout_s``: per test, seconds; ``shards``: concurrent pytest
-    processes per execution; ``state_dir``: run directories, index cache, environments.
+    processes per execution (default: every core, ``test_specs.run.runner.default_shards``);
+    ``durations``: called once per execution, the stored seconds per test id (the run's tests go
+    longest first so the workers end together; ``None``: collection order);
+    ``state_dir``: run directories, index cache, environments.
     """
 
     spec_paths: tuple[Path, ...]
@@ -60,8 +65,9 @@ class RunConfig:
     backend: str = "spyre-sim"
     device: str = "spyre"
     timeout_s: int = 120
-    shards: int = 1
+    shards: int = field(default_factory=default_shards)
     upstream: Path | None = None
+    durations: Callable[[], Mapping[str, float]] | None = field(default=None, compare=False)
 
     def workdir(self, run_id: str) -> Path:
         """The run's directory: ``<state dir>/runs/<run id>`` (absolute: pytest runs elsewhere)."""
@@ -83,6 +89,8 @@ class RunPlan(BaseModel):
     started_at: datetime
     request: RunRequest
     selection: Selection
+    #: when selection (specs, indexes, stages 1–3, environments) ended and execution began
+    selected_at: datetime | None = None
     notes: list[str] = Field(default_factory=list)
     to_run: list[str] = Field(default_factory=list)
     base_found: dict[str, TestResult] = Field(default_factory=dict)

@@ -86,7 +86,7 @@ def plan_run(request: RunRequest, config: RunConfig, ports: Ports) -> RunPlan:
         found, used = reuse(ports.store, to_run, ref=request.changeset.base,
                             env_name=base.name, backend=config.backend)
     return RunPlan(run_id=uuid.uuid4().hex[:16], started_at=started, request=request,
-                   selection=selection, notes=list(state.notes), to_run=to_run,
+                   selection=selection, selected_at=datetime.now(UTC), notes=list(state.notes), to_run=to_run,
                    base_found=found, reused_from=used,
                    base_missing=[i for i in to_run if i not in found] if request.head_env else [])
 
@@ -187,7 +187,7 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
               base=request.changeset.base, head=request.changeset.head,
               title=request.changeset.title, trigger=request.trigger, ref=request.ref,
               delivery_id=request.delivery_id, started_at=plan.started_at,
-              finished_at=datetime.now(UTC), universe=plan.selection.universe,
+              selected_at=plan.selected_at, finished_at=datetime.now(UTC), universe=plan.selection.universe,
               selected=len(plan.to_run), stages=list(state.stats),
               selection=list(plan.selection.selected), results=final,
               counts=Run.count_outcomes(final), spec_proposal=proposal_text, **extra)

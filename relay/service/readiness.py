@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from relay.service.detection import detection
 from relay.store.demotions import demoted_since
 from relay.store.history import local_runs_since
 from relay.store.jobs import list_jobs
@@ -144,7 +145,9 @@ def _proposal(samples: list[dict], level: str | None, criteria: list[dict], now:
 def readiness(session: Session, name: str, level: str | None, *, local: bool,
               now: datetime | None = None, grace_days: int = DEMOTION_GRACE_DAYS) -> dict[str, Any]:
     """The readiness JSON of backend/repo ``name`` currently at ``level`` (``None``: not
-    listed); see the module docstring for ``proposal`` and ``demotion``."""
+    listed); see the module docstring for ``proposal`` and ``demotion``; ``detection``: the
+    local backend's detection time per upstream commit and day (``relay.service.detection``),
+    ``None`` for a downstream repo (its jobs carry queue and execution only)."""
     now = now or datetime.now(UTC)
     since = now - timedelta(days=14 + grace_days)
     samples, first = (_samples_runs if local else _samples_jobs)(session, name, since)
@@ -159,7 +162,8 @@ def readiness(session: Session, name: str, level: str | None, *, local: bool,
             "proposal": proposal,
             "demotion": {"open_pr": demoted is not None,
                          "since": demoted.isoformat() if demoted else None},
-            "weekly": weekly(session, name, local=local, now=now)}
+            "weekly": weekly(session, name, local=local, now=now),
+            "detection": detection(session, name, now=now) if local else None}
 
 
 def weekly(session: Session, name: str, *, local: bool, weeks: int = WEEKS,

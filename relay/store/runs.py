@@ -51,19 +51,21 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     record.delivery_id = run.delivery_id
     record.started_at = run.started_at
     record.finished_at = run.finished_at
+    record.selected_at = run.selected_at
     record.universe = run.universe
     record.selected = run.selected
     record.conclusion = run.conclusion
     record.stages = [s.model_dump(mode="json", by_alias=True) for s in run.stages]
     record.counts = dict(run.counts)
     record.spec_proposal = run.spec_proposal
+    record.reruns_skipped = run.reruns_skipped
     session.add(record)
     session.flush()
     session.add_all(
         TestResultRecord(run_id=run.id, test_id=r.id, upstream=r.upstream, op=r.op,
                          module=r.module, dtype=r.dtype, mode=r.mode, outcome=r.outcome,
                          duration_ms=r.duration_ms, attempts=r.attempts, message=r.message,
-                         detail=r.detail)
+                         detail=r.detail, not_rerun=r.not_rerun)
         for r in run.results
     )
     save_selection(session, run.id, run.selection)
@@ -107,7 +109,7 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
     results = [
         RunResult(id=r.test_id, upstream=r.upstream, op=r.op, module=r.module, dtype=r.dtype,
                   mode=r.mode, outcome=r.outcome, duration_ms=r.duration_ms,  # type: ignore[arg-type]
-                  attempts=r.attempts, message=r.message, detail=r.detail)
+                  attempts=r.attempts, message=r.message, detail=r.detail, not_rerun=r.not_rerun)
         for r in record.results
     ] if with_results else []
     return Run(
@@ -115,10 +117,12 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
         head=record.head, title=record.title, trigger=record.trigger,  # type: ignore[arg-type]
         ref=record.ref, baseline_run=record.baseline_run,
         delivery_id=record.delivery_id, started_at=as_utc(record.started_at),
-        finished_at=as_utc(record.finished_at), universe=record.universe,
+        finished_at=as_utc(record.finished_at),
+        selected_at=as_utc(record.selected_at) if record.selected_at else None, universe=record.universe,
         selected=record.selected, conclusion=record.conclusion,  # type: ignore[arg-type]
         stages=[StageStats.model_validate(s) for s in record.stages or []],
         results=results, counts=dict(record.counts or {}), spec_proposal=record.spec_proposal,
+        reruns_skipped=record.reruns_skipped or 0,
         **(extra or {}),
     )
 

@@ -113,6 +113,8 @@ class RunRecord(Base):
     delivery_id: Mapped[str | None] = mapped_column(String(100), index=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: selection ended, execution began (``Run.selected_at``)
+    selected_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     universe: Mapped[int] = mapped_column(Integer, default=0)
     selected: Mapped[int] = mapped_column(Integer, default=0)
     conclusion: Mapped[str] = mapped_column(String(20))
@@ -120,6 +122,8 @@ class RunRecord(Base):
     counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
     #: stage 4's spec write-back, a unified diff (``Run.spec_proposal``)
     spec_proposal: Mapped[str | None] = mapped_column(Text)
+    #: failures not rerun: deterministic device refusals (``Run.reruns_skipped``)
+    reruns_skipped: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"
@@ -147,6 +151,8 @@ class TestResultRecord(Base):
     message: Mapped[str | None] = mapped_column(Text)
     #: failure output, bounded (``relay.domain.results.DETAIL_MAX_CHARS``)
     detail: Mapped[str | None] = mapped_column(Text)
+    #: why a failure was not rerun (``TestResult.not_rerun``), else NULL
+    not_rerun: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[RunRecord] = relationship(back_populates="results")
 

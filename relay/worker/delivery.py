@@ -43,6 +43,7 @@ from relay.pipeline.specs import default_specs
 from relay.reporting.outbox import enqueue_result
 from relay.settings import Settings
 from relay.store.deliveries import events_of
+from relay.store.durations import durations_from_db
 from relay.store.run_store import SqlRunStore
 from relay.worker.handlers import HANDLERS, EventHandler
 from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Processor, Retry
@@ -54,10 +55,12 @@ __all__ = ["DeliveryWork", "run_config"]
 
 def run_config(settings: Settings) -> RunConfig:
     """How a webhook run executes: the specs of ``RELAY_SPECS`` (default the bundled ones), this
-    relay's backend and state dir.  Raises ``InputError`` for a spec path that does not exist."""
+    relay's backend and state dir, every core (``RunConfig.shards``), the tests longest first by
+    the stored durations.  Raises ``InputError`` for a spec path that does not exist."""
     specs = (spec_files([Path(p.strip()) for p in settings.specs.split(",") if p.strip()])
              if settings.specs else default_specs())
-    return RunConfig(spec_paths=tuple(specs), state_dir=settings.state_dir, backend=settings.backend)
+    return RunConfig(spec_paths=tuple(specs), state_dir=settings.state_dir, backend=settings.backend,
+                     durations=lambda: durations_from_db(settings.database_url))
 
 
 def _handler(delivery: ParsedDelivery) -> EventHandler[Any] | None:

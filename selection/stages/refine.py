@@ -4,7 +4,9 @@ Called once per run, after execution.  It
 
 * reruns every ``failed`` test that was attempted only once (the runner may already have rerun
   it, PyTorch's 2 reruns) through the executor; a test that fails and then passes is relabelled
-  ``flaky`` (PyTorch CI's convention: failed-then-passed is flaky, not a regression);
+  ``flaky`` (PyTorch CI's convention: failed-then-passed is flaky, not a regression) — except a
+  deterministic device refusal (``test_specs.values.refusals``), which a rerun cannot change: its
+  result says so (``not_rerun``) instead;
 * finds failures caused by an op the device cannot run (the backend's
   ``NotImplementedError("spyre: aten::<op> ...")``) and writes a *proposed* spec edit — a YAML
   fragment adding ``force_xfail`` entries with reason and issue — for a person to review.  The
@@ -20,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from selection.stage import Executor, SelectionState
+from test_specs.values.refusals import mark_not_rerun, refusal_of
 from test_specs.values.results import TestResult
 
 UNSUPPORTED = re.compile(r"spyre: (aten::[A-Za-z0-9_.]+)[^\n]*not supported")
@@ -58,7 +61,7 @@ class Refine:
         # A failure already retried by the runner (pytest-rerunfailures: attempts > 1) has had
         # its rerun; only first-attempt failures are rerun here.
         failed = [r for r in state.results if r.outcome == "failed" and r.attempts < 2
-                  and unsupported_op_of(r) is None]
+                  and unsupported_op_of(r) is None and refusal_of(r) is None]
         reruns = {r.id: r for r in self.executor([r.id for r in failed])} if failed else {}
         refined: list[TestResult] = []
         for r in state.results:
@@ -68,6 +71,8 @@ class Refine:
                                          "message": f"failed, then passed on rerun: {r.message or ''}"[:500]})
             elif again is not None:
                 r = r.model_copy(update={"attempts": r.attempts + again.attempts})
+            else:
+                r = mark_not_rerun(r)
             refined.append(r)
         proposals = state.proposals
         path = self.propose(refined)

@@ -10,10 +10,12 @@ per item) under ``<workdir>``:
    --max-worker-restart=<enough for every test to crash> --junitxml=<workdir>/junit.xml
    --report-log=<workdir>/reportlog.jsonl --spyre-dump-items=<workdir>/items.jsonl
    --timeout=<timeout_s> --spyre-hang-kill=<timeout_s + HANG_GRACE_S> --tb=native -p no:warnings
-   [--reruns N] -q`` with
+   [--reruns N --rerun-except PATTERN] -q`` with
    ``cwd=workdir`` in its own process group; pytest's output goes to ``<workdir>/pytest.log``.
    ``reruns`` (default 2, PyTorch CI's convention): pytest-rerunfailures reruns a failing test;
-   failed-then-passed is ``flaky``.  pytest-timeout interrupts a test after ``timeout_s``;
+   failed-then-passed is ``flaky``; ``--rerun-except`` keeps it from rerunning a deterministic
+   device refusal (``test_specs.values.refusals``), whose result says so (``not_rerun``).
+   pytest-timeout interrupts a test after ``timeout_s``;
 2. tails pytest-reportlog's ``reportlog.jsonl`` while it runs (``records.ReportLog``) and calls
    ``on_result`` once per finished test, in the calling thread;
 3. a worker that dies inside a test (a device ``os.abort()``, a segfault, ``os._exit``) costs
@@ -44,6 +46,7 @@ from pathlib import Path
 
 from test_specs.reports.records import ReportLog, exit_status, make_result, read_items
 from test_specs.values.planned import ModeRule, write_rules
+from test_specs.values.refusals import RERUN_EXCEPT, mark_not_rerun
 from test_specs.values.results import TestResult
 
 #: Extra seconds past ``timeout_s`` before the watchdog ends a worker pytest-timeout did not stop.
@@ -75,17 +78,63 @@ def kill_live_processes() -> int:
 atexit.register(kill_live_processes)
 
 
-def shard_split(item_ids: list[str], shards: int) -> list[list[str]]:
-    """Deterministic split: the ids sorted, dealt round-robin (shard ``k`` gets sorted[k::n]).
+def default_shards() -> int:
+    """How many pytest workers a run uses when none is asked for: the cores this process may run
+    on (``os.sched_getaffinity``, which honours taskset and cgroup cpusets; ``os.cpu_count`` where
+    it does not exist), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
-    Sorting makes the split independent of input order and machine; dealing spreads the items of
-    one op/template (adjacent in id order, similar cost) over all shards.  Empty shards are
-    dropped.  Raises ``ValueError`` if ``shards < 1``.
+
+def thread_env(workers: int, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` plus ``OMP_NUM_THREADS`` = the cores per worker (at least 1) when ``workers`` > 1
+    and neither ``env`` nor this process sets it: torch starts one intra-op thread per core in
+    every worker, so N workers on N cores would run N² threads, whose idle ones spin (OpenMP)."""
+    out = dict(env or {})
+    if workers > 1 and "OMP_NUM_THREADS" not in out and "OMP_NUM_THREADS" not in os.environ:
+        out["OMP_NUM_THREADS"] = str(max(1, default_shards() // workers))
+    return out
+
+
+def expected_seconds(item_ids: Iterable[str], durations: Mapping[str, float] | None) -> dict[str, float]:
+    """Each id's expected duration in seconds: its stored one, else the median of the stored ones
+    among ``item_ids`` (1.0 when none is stored) — an unmeasured test is assumed typical."""
+    ids = list(item_ids)
+    known = sorted(durations[i] for i in ids if durations and i in durations)
+    typical = known[len(known) // 2] if known else 1.0
+    return {i: (durations[i] if durations and i in durations else typical) for i in ids}
+
+
+def longest_first(item_ids: Iterable[str], durations: Mapping[str, float] | None) -> list[str]:
+    """``item_ids`` by expected duration, longest first, ties by id: the order that lets dynamic
+    scheduling (xdist's ``load``) end its workers together (LPT, longest processing time first)."""
+    cost = expected_seconds(item_ids, durations)
+    return sorted(cost, key=lambda i: (-cost[i], i))
+
+
+def shard_split(item_ids: list[str], shards: int,
+                durations: Mapping[str, float] | None = None) -> list[list[str]]:
+    """Deterministic split balanced by expected duration (``expected_seconds``): the ids, longest
+    first (ties by id), each dealt to the shard with the least expected time so far (ties: the
+    lowest shard) — greedy LPT, so the shards end within one test of each other.
+
+    Without durations every test costs the same and this is the sorted ids dealt round-robin
+    (shard ``k`` gets sorted[k::n]): the items of one op/template (adjacent in id order, similar
+    cost) spread over all shards.  Independent of input order and machine.  Empty shards are
+    dropped; each shard keeps the longest-first order.  Raises ``ValueError`` if ``shards < 1``.
     """
     if shards < 1:
         raise ValueError("shards must be >= 1")
-    ordered = sorted(item_ids)
-    return [part for part in (ordered[k::shards] for k in range(shards)) if part]
+    cost = expected_seconds(item_ids, durations)
+    parts: list[list[str]] = [[] for _ in range(shards)]
+    loads = [0.0] * shards
+    for i in longest_first(item_ids, durations):
+        k = min(range(shards), key=lambda j: (loads[j], j))
+        parts[k].append(i)
+        loads[k] += cost[i]
+    return [part for part in parts if part]
 
 
 def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir: Path,
@@ -94,11 +143,17 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
               on_result: Callable[[TestResult], None] | None = None,
               shards: int = 1, upstream: str | Path | None = None,
               python: str | None = None,
-              modes: Mapping[str, ModeRule] | None = None) -> list[TestResult]:
+              modes: Mapping[str, ModeRule] | None = None,
+              durations: Mapping[str, float] | None = None,
+              rerun_refusals: bool = False) -> list[TestResult]:
     """See the module docstring.  ``env`` is added to (not substituted for) ``os.environ``.
 
     ``shards``: the number of xdist workers (at most ``len(item_ids)``; ``shard_split`` is the
-    deterministic split for runs spread over machines).  ``upstream``: a PyTorch checkout;
+    deterministic split for runs spread over machines; ``default_shards()``: every core).
+    ``durations``: stored seconds per id; with them the items run longest first
+    (``longest_first``, ``--spyre-ordered``), so the workers end together.  ``rerun_refusals``:
+    rerun deterministic device refusals too (the behaviour before issue 29; for
+    ``bench/time_to_signal.py``'s baseline).  ``upstream``: a PyTorch checkout;
     ``path:`` entries of the specs are resolved against it and their upstream tests run through
     ``test_specs.upstream.tree`` (source-tree mode).  ``python``: the interpreter that runs pytest
     (another environment's torch; it needs pytest-xdist, pytest-timeout, pytest-rerunfailures
@@ -115,6 +170,8 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
 
     def record(r: TestResult) -> None:
         if r.id in wanted and r.id not in results:
+            if reruns > 0 and not rerun_refusals:
+                r = mark_not_rerun(r)
             results[r.id] = r
             if on_result is not None:
                 on_result(r)
@@ -122,12 +179,15 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
     rc = None
     if item_ids and specs:
         cmd = _command(specs, workdir, device=device, reruns=reruns, timeout_s=timeout_s, workers=workers,
-                       n_items=len(item_ids), upstream=upstream, python=python)
-        (workdir / "selected_ids.txt").write_text("".join(i + "\n" for i in item_ids), encoding="utf-8")
+                       n_items=len(item_ids), upstream=upstream, python=python, rerun_refusals=rerun_refusals)
+        order = longest_first(item_ids, durations) if durations else item_ids
+        (workdir / "selected_ids.txt").write_text("".join(i + "\n" for i in order), encoding="utf-8")
+        if durations:
+            cmd.append("--spyre-ordered")
         rules = {i: modes[i] for i in item_ids if modes and i in modes}
         if rules:
             cmd.append(f"--spyre-modes={write_rules(workdir / 'modes.json', rules)}")
-        rc = _run(cmd, workdir, env, record)
+        rc = _run(cmd, workdir, thread_env(workers, env), record)
     items = read_items(workdir / "items.jsonl")
     meta = {it["id"]: it for it in items.values()}
     for rid in item_ids:
@@ -146,7 +206,8 @@ def run_items(item_ids: list[str], spec_paths: Iterable[str | Path], *, workdir:
 
 
 def _command(specs: list[str], workdir: Path, *, device: str, reruns: int, timeout_s: float, workers: int,
-             n_items: int, upstream: str | Path | None, python: str | None) -> list[str]:
+             n_items: int, upstream: str | Path | None, python: str | None,
+             rerun_refusals: bool = False) -> list[str]:
     """The pytest command line of the module docstring (step 1)."""
     targets, extra = list(specs), []
     if upstream is not None:
@@ -168,7 +229,7 @@ def _command(specs: list[str], workdir: Path, *, device: str, reruns: int, timeo
            # controller, which imports the warning's module (spyre_backend, torch: ~2.5 s of CPU)
            "-p", "no:warnings"]
     if reruns > 0:
-        cmd += ["--reruns", str(reruns)]
+        cmd += ["--reruns", str(reruns)] + ([] if rerun_refusals else ["--rerun-except", RERUN_EXCEPT])
     return cmd
 
 

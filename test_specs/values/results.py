@@ -24,6 +24,8 @@ class TestResult(BaseModel):
     rerun (PyTorch CI's convention).  ``message`` holds the first line of the failure, if any;
     ``detail`` the failure output (crash message and traceback lines) of a failed, crashed or
     timed-out test, unbounded here (``relay.domain.results`` bounds what a run stores).
+    ``not_rerun`` says why a failure was not rerun (a deterministic device refusal,
+    ``test_specs.values.refusals``); ``None`` for every other result.
     """
 
     __test__ = False  # not a pytest test class
@@ -40,3 +42,4 @@ class TestResult(BaseModel):
     attempts: int = 1
     message: str | None = None
     detail: str | None = None
+    not_rerun: str | None = None

@@ -62,6 +62,8 @@ def test_replay_selects_runs_stores_and_reports(tmp_path: Path) -> None:
     assert ids["mini::TestCommon::test_compare_cpu[index_put-float16]"]["outcome"] == "xfailed"
     assert run["counts"]["passed"] == 1 and run["counts"]["xfailed"] == 1
     assert run["conclusion"] == "success"
+    # the run's own marks split it into selection and execution (detection time), stored as such
+    assert run["started_at"] < run["selected_at"] < run["finished_at"]
     # human summary on stderr, JSON alone on stdout
     assert "selection (universe 4)" in proc.stderr and "passed" in proc.stderr
     # stored in the default SQLite database, and posted to the dashboard ingest route
@@ -74,6 +76,7 @@ def test_replay_selects_runs_stores_and_reports(tmp_path: Path) -> None:
     finally:
         engine.dispose()
     assert stored.counts == run["counts"] and len(stored.results) == 2
+    assert stored.selected_at is not None and stored.selected_at.isoformat().startswith(run["selected_at"][:19])
     assert any(h.delivery_id == f"replay-{run['id']}" for h in hud)
     assert (state / "runs" / run["id"] / "attempt-1" / "junit.xml").exists()
 

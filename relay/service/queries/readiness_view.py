@@ -37,9 +37,16 @@ _TRENDS = (("success_rate", "weekly success rate", _pct, L3_CRITERIA["success_ra
            ("p50_queue_ms", "P50 queue time", fmt_ms, L3_CRITERIA["p50_queue_ms"], "< 30 min", None))
 
 
+def seconds(ms: float | None) -> str:
+    """Whole milliseconds as seconds with three decimals (``12.345 s``), so a row of stage times
+    adds up to its total digit for digit; ``–`` for none."""
+    return "–" if ms is None else f"{ms / 1000:.3f} s"
+
+
 def readiness_view(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (the readiness JSON) plus ``criteria_text`` rows ``{name, asks, value, ok}`` and
-    ``trends`` ``[{key, title, chart, latest}]``, one bar per week (oldest left)."""
+    ``trends`` ``[{key, title, chart, latest}]``, one bar per week (oldest left); the detection
+    panel's times read through ``seconds``."""
     rows = [{"name": c["name"], "asks": CRITERIA_TEXT.get(c["name"], (c["name"], str))[0],
              "value": "–" if c["value"] is None else CRITERIA_TEXT.get(c["name"], ("", str))[1](c["value"]),
              "threshold": c["threshold"], "ok": c["ok"]} for c in data["criteria"]]
@@ -51,4 +58,4 @@ def readiness_view(data: dict[str, Any]) -> dict[str, Any]:
                           threshold=threshold, threshold_label=f"L3: {text}", ceiling=ceiling, width=300, height=90)
         trends.append({"key": key, "title": title, "chart": chart, "threshold": text,
                        "latest": fmt(next((w[key] for w in reversed(weeks) if w[key] is not None), None))})
-    return {**data, "criteria_text": rows, "trends": trends}
+    return {**data, "criteria_text": rows, "trends": trends, "seconds": seconds, "fmt_ms": fmt_ms}

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from relay.errors import MissingResults
 from relay.settings import Settings
 from relay.store.db import create_schema, make_engine, make_session_factory
+from relay.store.durations import durations_from_db
 from relay.store.shard_results import load_results, record_results, recorded_ids
 from relay.worker.celery.names import RUN_SHARD
 from relay.worker.celery.specs import materialize
@@ -50,22 +51,25 @@ def session_factory(database_url: str) -> sessionmaker[Session]:
     return sf
 
 
-def plan_shards(ids: Sequence[str], shard_size: int) -> list[list[str]]:
-    """``shard_split(ids, ceil(n / shard_size))``; raises ``ValueError`` for duplicates or a
-    size below 1."""
+def plan_shards(ids: Sequence[str], shard_size: int,
+                durations: Mapping[str, float] | None = None) -> list[list[str]]:
+    """``shard_split(ids, ceil(n / shard_size), durations)``: shards balanced by the stored
+    seconds per test, so they end together; raises ``ValueError`` for duplicates or a size
+    below 1."""
     if shard_size < 1:
         raise ValueError("shard_size must be >= 1")
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate item ids")
-    return shard_split(list(ids), max(1, math.ceil(len(ids) / shard_size)))
+    return shard_split(list(ids), max(1, math.ceil(len(ids) / shard_size)), durations)
 
 
 def shard_signatures(app: Celery, settings: Settings, run_key: str, ids: Sequence[str],
                      specs: list[dict[str, Any]], *, device: str, timeout_s: float, reruns: int = 2,
                      env: dict[str, str] | None = None, python: str | None = None,
                      modes: Mapping[str, ModeRule] | None = None) -> list[Any]:
-    """One ``relay.run_shard`` signature per shard of ``ids`` (none for no ids); each carries
-    the run's mode of its own ids (``relay.pipeline.modes``) as JSON."""
+    """One ``relay.run_shard`` signature per shard of ``ids`` (none for no ids), balanced by the
+    durations stored in ``RELAY_DATABASE_URL``; each carries the run's mode of its own ids
+    (``relay.pipeline.modes``) as JSON."""
     if not ids:
         return []
     modes = modes or {}
@@ -73,7 +77,8 @@ def shard_signatures(app: Celery, settings: Settings, run_key: str, ids: Sequenc
                           kwargs={"device": device, "timeout_s": timeout_s, "reruns": reruns,
                                   "env": env, "python": python,
                                   "modes": {i: modes[i].model_dump() for i in part if i in modes}})
-            for k, part in enumerate(plan_shards(ids, settings.shard_size))]
+            for k, part in enumerate(plan_shards(ids, settings.shard_size,
+                                                 durations_from_db(settings.database_url)))]
 
 
 def run_shard(settings: Settings, run_key: str, shard: int, ids: list[str],
