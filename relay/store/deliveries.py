@@ -12,6 +12,7 @@ ORM unit-of-work operations: they run once or twice per webhook and the ORM path
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from relay.domain.jsonlimits import depth_error, quick_bound, too_deep
 from relay.errors import PayloadInvalid
 from relay.retrying import DELIVERY
 from relay.store.db import check_file
+from relay.store.digests import DIGEST_WINDOW, claim_digest
 from relay.store.dispatches import fail_pending_dispatches
 from relay.store.tables import (
     DELIVERY_STATUSES,
@@ -35,6 +37,7 @@ from relay.store.tables import (
     utcnow,
 )
 
+log = logging.getLogger(__name__)
 _T = DeliveryRecord.__table__
 _P = DeliveryPayloadRecord.__table__
 
@@ -76,39 +79,53 @@ def insert_delivery(
     hook_id: str | None = None,
     status: str = "received",
     error: str | None = None,
+    digest: str | None = None,
 ) -> bool:
     """Insert and COMMIT one delivery; ``False`` (after rollback) if the id is already stored.
 
     ``payload`` is the raw JSON body text, stored verbatim (in ``delivery_payloads``, the same
-    transaction); ``error`` is the row's error text (an ``ignored`` delivery's reason).
+    transaction); ``error`` is the row's error text (an ``ignored`` delivery's reason);
+    ``digest``, the raw body's SHA-256 (``relay.store.digests.body_digest``), makes a
+    byte-identical body under another delivery id within a day a duplicate too (``False``).
     Relies on the UNIQUE constraint, not on a prior SELECT, so concurrent redeliveries cannot
     both be inserted.  Raises ``ValueError`` for an unknown ``status``.
     """
     row = {"delivery_id": delivery_id, "event": event, "payload": payload, "action": action,
-           "hook_id": hook_id, "status": status, "error": error}
+           "hook_id": hook_id, "status": status, "error": error, "digest": digest}
     try:
-        _insert(session, [row])
+        return _insert(session, [row])[0]
     except IntegrityError:
         session.rollback()
         return False
-    return True
 
 
-def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> None:
-    """The ``deliveries`` rows and their ``delivery_payloads`` rows, committed."""
+def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> list[bool]:
+    """The ``deliveries`` rows and their ``delivery_payloads`` rows, committed; per row ``False``
+    when its ``digest`` (``relay.store.digests``) names a body another delivery id brought within
+    a day — that row is not stored, and the duplicate is logged with the original's id."""
     now = utcnow()
     for r in rows:
         if r.get("status", "received") not in DELIVERY_STATUSES:
             raise ValueError(f"unknown delivery status {r['status']!r}")
-    session.execute(insert(_T), [
-        {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
-         "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
-         "error": r.get("error"),
-         "processed_at": now if r.get("status") in ("processed", "ignored") else None}
-        for r in rows])
-    session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}
-                                 for r in rows])
+    new = []
+    for r in rows:
+        original = claim_digest(session, r["digest"], r["delivery_id"], now) if r.get("digest") else None
+        if original is not None:
+            log.warning("delivery %s: body byte-identical to delivery %s within %s; answered as a "
+                        "duplicate, not stored", r["delivery_id"], original, DIGEST_WINDOW)
+        new.append(original is None)
+    kept = [r for r, fresh in zip(rows, new, strict=True) if fresh]
+    if kept:
+        session.execute(insert(_T), [
+            {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
+             "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
+             "error": r.get("error"),
+             "processed_at": now if r.get("status") in ("processed", "ignored") else None}
+            for r in kept])
+        session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}
+                                     for r in kept])
     session.commit()
+    return new
 
 
 def insert_deliveries(session: Session | Connection, rows: list[dict[str, Any]]) -> list[bool]:
@@ -122,8 +139,7 @@ def insert_deliveries(session: Session | Connection, rows: list[dict[str, Any]])
     """
     check_file(session)  # never acknowledge into a deleted SQLite file
     try:
-        _insert(session, rows)
-        return [True] * len(rows)
+        return _insert(session, rows)
     except IntegrityError:
         session.rollback()
     return [insert_delivery(session, **r) for r in rows]

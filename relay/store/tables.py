@@ -96,6 +96,19 @@ class DeliveryPayloadRecord(Base):
     payload: Mapped[str] = mapped_column(Text, nullable=False)
 
 
+class DeliveryDigestRecord(Base):
+    """The SHA-256 of a delivery's raw signed body and the delivery that first brought it
+    (``relay.store.digests``): a byte-identical body under a new delivery id within a day is a
+    duplicate — GitHub keeps the id when it redelivers, so a second id is a copy (a proxy or a
+    second hook replaying it).  One row per digest; the newest holder after a day."""
+
+    __tablename__ = "delivery_digests"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String(100), nullable=False)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
 class RunRecord(Base):
     """One pipeline run; ``stages`` and ``counts`` are JSON copies of the ``Run`` fields."""
 
