@@ -52,7 +52,7 @@ def test_failing_processor_marks_failed_and_keeps_delivery(relay, recorder: Reco
     assert json.loads(row.payload)["number"] == 7
     # the worker survives: the next delivery is processed
     recorder.fail = None
-    relay.sender.send("pull_request", pull_request_payload(), delivery_id="f-2")
+    relay.sender.send("pull_request", pull_request_payload(number=8), delivery_id="f-2")
     relay.drain()
     with relay.app.state.session_factory() as s:
         assert get_delivery(s, "f-2").status == "processed"
