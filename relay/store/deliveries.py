@@ -13,7 +13,7 @@ ORM unit-of-work operations: they run once or twice per webhook and the ORM path
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -28,6 +28,7 @@ from relay.retrying import DELIVERY
 from relay.store.db import check_file
 from relay.store.digests import DIGEST_WINDOW, claim_digest
 from relay.store.dispatches import fail_pending_dispatches
+from relay.store.leases import DEFAULT_LEASE_S, expired_processing_ids
 from relay.store.tables import (
     DELIVERY_STATUSES,
     DeliveryPayloadRecord,
@@ -200,13 +201,15 @@ def events_of(session: Session, ids: list[str]) -> dict[str, str]:
                                 .where(_T.c.delivery_id.in_(ids))).all())
 
 
-def claim_many(session: Session, ids: list[str]) -> dict[str, Delivery | PayloadInvalid]:
+def claim_many(session: Session, ids: list[str], lease_s: float = DEFAULT_LEASE_S
+               ) -> dict[str, Delivery | PayloadInvalid]:
     """Claim every id of ``ids`` still ``received`` (``received`` → ``processing``, one more
     attempt) in ONE statement (``UPDATE … RETURNING``: SQLite ≥ 3.35, PostgreSQL), committed,
     then read their payloads (written once at intake, never changed): per claimed id its ``Delivery`` (``attempts``
     counting this claim) or the ``PayloadInvalid`` its stored payload raises (claimed all the
     same: the caller marks it ``failed``).  Ids not ``received`` (unknown, already taken) are
-    absent.  The in-process workers take a backlog this way: one claim transaction per batch."""
+    absent.  The in-process workers take a backlog this way: one claim transaction per batch.
+    Each claim holds the delivery for ``lease_s`` seconds (``relay.store.leases``)."""
     if not ids:
         return {}
     # ``coalesce(status)``, not ``status``: without table statistics SQLite would walk the
@@ -214,7 +217,8 @@ def claim_many(session: Session, ids: list[str]) -> dict[str, Delivery | Payload
     # id list; as an expression the term cannot use that index, so the UNIQUE id index is used
     rows = session.execute(
         update(_T).where(_T.c.delivery_id.in_(ids), func.coalesce(_T.c.status, "") == "received")
-        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
+        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None,
+                lease_until=utcnow() + timedelta(seconds=lease_s))
         .returning(*_DELIVERY_COLUMNS)).all()
     session.commit()  # the write lock is held for the UPDATE only; payloads are read after it
     texts = _payloads(session, [row.delivery_id for row in rows]) if rows else {}
@@ -253,7 +257,7 @@ def finish_many(session: Session, marks: list[tuple[str, str, str | None]]) -> N
     session.commit()
 
 
-def claim_delivery(session: Session, delivery_id: str) -> bool:
+def claim_delivery(session: Session, delivery_id: str, lease_s: float = DEFAULT_LEASE_S) -> bool:
     """Atomically move ``received`` → ``processing`` (counting one more attempt) and commit;
     ``False`` if not ``received``.
 
@@ -262,7 +266,8 @@ def claim_delivery(session: Session, delivery_id: str) -> bool:
     """
     result = session.execute(
         update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
-        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
+        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None,
+                lease_until=utcnow() + timedelta(seconds=lease_s))
     )
     session.commit()
     return result.rowcount == 1  # type: ignore[attr-defined]
@@ -308,13 +313,12 @@ def pending_deliveries(session: Session) -> list[str]:
 
 
 def reset_stale_processing(session: Session) -> int:
-    """Move every ``processing`` row back to ``received`` (``reset_processing``) and commit;
-    returns how many went back.
-
-    Only safe when no worker is running (in-process mode at startup): a delivery left
-    ``processing`` then was interrupted by a crash or shutdown.
-    """
-    return reset_processing(session, processing_ids(session))[0]
+    """Move every ``processing`` row nobody holds (lease run out or none:
+    ``relay.store.leases``) back to ``received`` (``reset_processing``) and commit; returns how
+    many went back.  In-process mode at startup: a delivery left ``processing`` by this relay was
+    interrupted by a crash or shutdown; one another relay process on the same database still
+    renews is left to it."""
+    return reset_processing(session, expired_processing_ids(session))[0]
 
 
 def processing_ids(session: Session) -> list[str]:

@@ -24,7 +24,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from relay.domain.delivery import DeliveryStatus
@@ -69,6 +80,9 @@ class DeliveryRecord(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     #: when a transient failure's retry is due (``received`` rows only; cleared by the claim)
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: until when the attempt working on a ``processing`` row holds it (``relay.store.leases``;
+    #: renewed by its heartbeat; ``NULL``: handed on to a Celery chord, or claimed before 0016)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     #: the raw body's row (``delivery_payloads``), loaded on first access
     body: Mapped[DeliveryPayloadRecord | None] = relationship(
         primaryjoin="DeliveryRecord.delivery_id == foreign(DeliveryPayloadRecord.delivery_id)",
@@ -113,6 +127,11 @@ class RunRecord(Base):
     """One pipeline run; ``stages`` and ``counts`` are JSON copies of the ``Run`` fields."""
 
     __tablename__ = "runs"
+    #: a webhook delivery stores one run (its idempotency key): a second attempt of the same
+    #: delivery — a broker redelivery, another relay process — cannot store another
+    __table_args__ = (Index("uq_runs_webhook_delivery", "delivery_id", unique=True,
+                            sqlite_where=text("trigger = 'webhook'"),
+                            postgresql_where=text("trigger = 'webhook'")),)
 
     id: Mapped[str] = mapped_column(String(100), primary_key=True)
     backend: Mapped[str] = mapped_column(String(100))

@@ -25,7 +25,7 @@ def _seed(settings: Settings) -> None:
         body = json.dumps(pull_request_payload())
         insert_delivery(s, delivery_id="left-1", event="pull_request", payload=body, action="opened")
         insert_delivery(s, delivery_id="left-2", event="pull_request", payload=body, action="opened")
-        assert claim_delivery(s, "left-2")  # interrupted while processing
+        assert claim_delivery(s, "left-2", lease_s=0)  # interrupted while processing: no heartbeat
         insert_delivery(s, delivery_id="done-1", event="pull_request", payload=body,
                         status="processed")
     engine.dispose()

@@ -1,4 +1,10 @@
-"""Delivery body digests: a byte-identical signed body under a new delivery id is a duplicate
+"""Delivery body digests, delivery leases, one webhook run per delivery (issue 31)
+
+- ``delivery_digests``: a byte-identical signed body under a new delivery id is a duplicate;
+- ``deliveries.lease_until``: the lease a working attempt renews (``relay.store.leases``);
+- ``uq_runs_webhook_delivery``: a webhook delivery stores one run.  Older duplicates (a run
+  stored twice before this revision) keep their rows with trigger ``duplicate`` so the index can
+  be built; the newest run of the delivery stays ``webhook``.
 
 Revision ID: 0016
 Revises: 0012
@@ -15,6 +21,8 @@ down_revision = "0012"
 branch_labels = None
 depends_on = None
 
+_WEBHOOK = sa.text("trigger = 'webhook'")
+
 
 def upgrade() -> None:
     op.create_table(
@@ -24,7 +32,19 @@ def upgrade() -> None:
         sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("digest"),
     )
+    with op.batch_alter_table("deliveries") as batch:
+        batch.add_column(sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True))
+    op.execute(
+        "UPDATE runs SET trigger = 'duplicate' WHERE trigger = 'webhook' AND delivery_id IS NOT NULL "
+        "AND id NOT IN (SELECT id FROM (SELECT r.id, ROW_NUMBER() OVER (PARTITION BY r.delivery_id "
+        "ORDER BY r.started_at DESC, r.id DESC) AS n FROM runs r WHERE r.trigger = 'webhook' "
+        "AND r.delivery_id IS NOT NULL) ranked WHERE n = 1)")
+    op.create_index("uq_runs_webhook_delivery", "runs", ["delivery_id"], unique=True,
+                    sqlite_where=_WEBHOOK, postgresql_where=_WEBHOOK)
 
 
 def downgrade() -> None:
+    op.drop_index("uq_runs_webhook_delivery", table_name="runs")
+    with op.batch_alter_table("deliveries") as batch:
+        batch.drop_column("lease_until")
     op.drop_table("delivery_digests")
