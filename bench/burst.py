@@ -6,6 +6,7 @@ payload check, CRCR fan-out to the fake GitHub).
     .venv/bin/python bench/faults.py --burst                       # SQLite, one relay
     .venv/bin/python bench/faults.py --burst --relays 2 --pg       # two relays on PostgreSQL
     .venv/bin/python bench/faults.py --burst --compare             # 1 vs 2 relays on PostgreSQL
+    .venv/bin/python bench/faults.py --burst --relays 2 --pg --kill-at 20   # one killed -9
 
 Every 5 s it prints the backlog (stored, not final), the relay processes' summed RSS and the
 database size (SQLite file + WAL, or ``pg_database_size``).  At the end: the backlog when the
@@ -59,6 +60,9 @@ class Burst:
     burst_rate: float = 100.0
     burst_s: float = 60.0
     after_s: float = 60.0
+    #: seconds into the burst at which the first relay is killed -9 (``None``: never); the
+    #: load then goes to the others (a refused request counts as not acked, as at GitHub)
+    kill_at_s: float | None = None
     samples: list[Sample] = field(default_factory=list)
     acked: dict[str, int] = field(default_factory=dict)  # per phase
 
@@ -70,6 +74,15 @@ def _rss_mb(pids: list[int]) -> float:
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1])
     return total / 1024
+
+
+def _kill_first(relays: list[Proc], alive: list[Proc], pids: list[int]) -> None:
+    victim = relays[0]
+    alive.remove(victim)
+    if victim.proc is not None:
+        pids.remove(victim.proc.pid)
+    victim.kill9()
+    print("       relay 0 killed -9", flush=True)
 
 
 def _counts(engine, sqlite_db: Path | None) -> tuple[int, int, int]:
@@ -103,7 +116,12 @@ def run(b: Burst, work: Path) -> dict[str, float]:
     env = relay_env(work, url, gh.url, RELAY_UPSTREAM_REPO="Codertocat/Hello-World")
     relays = [Proc(["serve"], env, work / f"relay-{i}.log").start() for i in range(b.relays)]
     pids = [r.proc.pid for r in relays if r.proc is not None]
-    spread = itertools.cycle(relays)
+    alive = list(relays)
+    turn = itertools.count()
+
+    def target() -> str:
+        live = list(alive)
+        return live[next(turn) % len(live)].url
     engine = create_engine(url)
     phase = {"name": "before"}
     stop = threading.Event()
@@ -128,7 +146,9 @@ def run(b: Burst, work: Path) -> dict[str, float]:
                                  ("after", b.base_rate, b.after_s)):
             phase["name"] = name
             marks[name] = (time.monotonic() - t0, *_counts(engine, sqlite_db)[1:])
-            loads[name] = Load(lambda: next(spread).url, rate, secs,
+            if name == "burst" and b.kill_at_s is not None:
+                threading.Timer(b.kill_at_s, _kill_first, args=(relays, alive, pids)).start()
+            loads[name] = Load(target, rate, secs,
                                body=lambda n: _unique(shapes[next(seq) % len(shapes)], n)).start()
             loads[name].join()
         marks["drain"] = (time.monotonic() - t0, *_counts(engine, sqlite_db)[1:])
@@ -167,7 +187,9 @@ def _report(b: Burst, marks: dict, loads: dict[str, Load], states: dict[str, str
     processed_burst = (marks["after"][1] - marks["burst"][1]) / b.burst_s
     sent_to = Counter(p["client_payload"]["delivery_id"] for _, p in fake.dispatches)
     not_final = sum(1 for d in acked if states.get(d) not in FINAL)
-    print(f"sent {sent}, acked {ok}; not final after the drain: {not_final}")
+    lost = sum(1 for d in acked if d not in states)
+    print(f"sent {sent}, acked {ok}; lost (acked, not stored) {lost}; "
+          f"stuck (stored, not final after the drain) {not_final - lost}")
     print(f"backlog at the burst's end {at_end}; drained to ≤ {threshold} in "
           f"{drain_s:.0f} s after it (goal ≤ 60 s)")
     print(f"processed during the burst: {processed_burst:.1f}/s (offered {b.burst_rate:g}/s)")
@@ -179,6 +201,7 @@ def _report(b: Burst, marks: dict, loads: dict[str, Load], states: dict[str, str
           f"{sum(c - 1 for c in sent_to.values() if c > 1)} sent more than once; "
           f"runs stored twice: {runs_twice(url)}")
     return {"drain_s": drain_s, "processed_burst": processed_burst, "not_final": not_final,
+            "lost": lost,
             "size_ratio": size_burst / max(1.0, size_before)}
 
 

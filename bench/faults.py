@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst-s", type=float, default=60.0)
     ap.add_argument("--burst-rate", type=float, default=100.0)
     ap.add_argument("--after-s", type=float, default=60.0)
+    ap.add_argument("--kill-at", type=float, default=None,
+                    help="--burst: kill -9 the first relay this many seconds into the burst")
     args = ap.parse_args(argv)
     if args.soak:
         from bench.soak import soak
@@ -304,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         pg = args.pg or args.compare or args.relays > 1
         return burst(args.relays, (lambda name: _database(Ctx(Path(tempfile.gettempdir()), None, ""), name))
                      if pg else None, compare=args.compare, keep=args.keep, base_s=args.base_s,
-                     burst_s=args.burst_s, burst_rate=args.burst_rate, after_s=args.after_s)
+                     burst_s=args.burst_s, burst_rate=args.burst_rate, after_s=args.after_s,
+                     kill_at_s=args.kill_at)
     from tests.fakes.github import FakeGitHub
     from tests.fakes.live import LiveServer
 
