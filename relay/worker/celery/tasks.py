@@ -105,7 +105,9 @@ def register(app: Celery) -> dict[str, Any]:
         sf = session_factory(settings_of(app).database_url)
         return [r.model_dump() for r in load_execution(sf, run_key, ids)]
 
-    @app.task(name=PROCESS_DELIVERY, bind=True)
+    # max_retries=None: a lease wait (below) may repeat while a live attempt works, however long;
+    # the database-gone path bounds its own retries (POISON_ATTEMPTS)
+    @app.task(name=PROCESS_DELIVERY, bind=True, max_retries=None)
     def process_delivery_task(self, delivery_id: str) -> str | None:
         settings = settings_of(app)
         wait = _requeue_if_redelivered(session_factory(settings.database_url), delivery_id,
@@ -113,7 +115,7 @@ def register(app: Celery) -> dict[str, Any]:
         if wait == 0.0:
             return None  # its shards finish it
         if wait is not None:  # a live attempt holds it: look again once its lease could end
-            raise self.retry(countdown=wait + 1, max_retries=None)
+            raise self.retry(countdown=wait + 1)
         status = runs.start(app, settings, delivery_id,  # transient failures: again, later
                             retry=lambda d, delay: self.apply_async((d,), countdown=delay))
         if status is AttemptResult.INTERRUPTED:  # the database left under the claim: once it is back
