@@ -37,7 +37,7 @@ from fastapi import FastAPI
 
 from relay.errors import SignatureError
 from relay.github import signing
-from relay.github.webhooks import ignored_reason, intake_status
+from relay.github.webhooks import ignored_reason, intake_status, pr_subject
 from relay.service.body import BodyRefused, read_body
 from relay.service.jsonbody import parse_json_body
 from relay.service.metrics import event_label
@@ -121,11 +121,13 @@ class WebhookIntake:
         if reason is not None:  # it quotes the payload's action: no NUL (PostgreSQL), no 10 KB
             reason = reason.replace("\x00", "")[:300]
 
+        subject, head_sha = pr_subject(event, payload)  # a newer head supersedes this one's run
         try:
             inserted = await state.writer.insert(
                 delivery_id=delivery_id, event=event, action=action,
                 hook_id=hook_id, payload=text,
-                status=status, error=reason, digest=body_digest(body))
+                status=status, error=reason, digest=body_digest(body),
+                subject=subject, head_sha=head_sha)
         except Exception as exc:  # noqa: BLE001 - not stored: GitHub must see a failure
             raise BodyRefused(503, f"delivery not stored: {type(exc).__name__}") from None
         counter = state.metrics.deliveries

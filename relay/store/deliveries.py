@@ -81,18 +81,22 @@ def insert_delivery(
     status: str = "received",
     error: str | None = None,
     digest: str | None = None,
+    subject: str | None = None,
+    head_sha: str | None = None,
 ) -> bool:
     """Insert and COMMIT one delivery; ``False`` (after rollback) if the id is already stored.
 
     ``payload`` is the raw JSON body text, stored verbatim (in ``delivery_payloads``, the same
     transaction); ``error`` is the row's error text (an ``ignored`` delivery's reason);
     ``digest``, the raw body's SHA-256 (``relay.store.digests.body_digest``), makes a
-    byte-identical body under another delivery id within a day a duplicate too (``False``).
+    byte-identical body under another delivery id within a day a duplicate too (``False``);
+    ``subject`` / ``head_sha`` name a run-asking PR and its head (``relay.store.supersede``).
     Relies on the UNIQUE constraint, not on a prior SELECT, so concurrent redeliveries cannot
     both be inserted.  Raises ``ValueError`` for an unknown ``status``.
     """
     row = {"delivery_id": delivery_id, "event": event, "payload": payload, "action": action,
-           "hook_id": hook_id, "status": status, "error": error, "digest": digest}
+           "hook_id": hook_id, "status": status, "error": error, "digest": digest,
+           "subject": subject, "head_sha": head_sha}
     try:
         return _insert(session, [row])[0]
     except IntegrityError:
@@ -120,7 +124,7 @@ def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> list[b
         session.execute(insert(_T), [
             {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
              "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
-             "error": r.get("error"),
+             "error": r.get("error"), "subject": r.get("subject"), "head_sha": r.get("head_sha"),
              "processed_at": now if r.get("status") in ("processed", "ignored") else None}
             for r in kept])
         session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}

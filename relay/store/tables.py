@@ -83,6 +83,10 @@ class DeliveryRecord(Base):
     #: until when the attempt working on a ``processing`` row holds it (``relay.store.leases``;
     #: renewed by its heartbeat; ``NULL``: handed on to a Celery chord, or claimed before 0016)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: ``"<repo>#<number>"`` and head sha of a run-asking ``pull_request`` delivery
+    #: (``relay.store.supersede``: a newer head supersedes an older one's local run)
+    subject: Mapped[str | None] = mapped_column(String(120), index=True)
+    head_sha: Mapped[str | None] = mapped_column(String(64))
     #: the raw body's row (``delivery_payloads``), loaded on first access
     body: Mapped[DeliveryPayloadRecord | None] = relationship(
         primaryjoin="DeliveryRecord.delivery_id == foreign(DeliveryPayloadRecord.delivery_id)",

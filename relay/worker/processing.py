@@ -318,8 +318,8 @@ def _run(delivery: ParsedDelivery, job: DeliveryJob, first_s: float) -> _RunResu
         if status is DeliveryStatus.FAILED and not isinstance(exc, (PayloadInvalid, ValidationError)):
             dlog.exception("failed")
         return status, error
-    if sink.accepted is None:
-        return DeliveryStatus.PROCESSED, None
+    if sink.accepted is None:  # no run; the processor may have said why (``sink.note``)
+        return DeliveryStatus.PROCESSED, sink.note
     run = sink.accepted
     dlog.info("processed (run %s: %s)", run.id, run.conclusion)
     if run.trigger == "webhook":

@@ -2,6 +2,7 @@
 
 - ``delivery_digests``: a byte-identical signed body under a new delivery id is a duplicate;
 - ``deliveries.lease_until``: the lease a working attempt renews (``relay.store.leases``);
+- ``deliveries.subject`` / ``head_sha``: a PR's newer head supersedes an older one's local run;
 - ``uq_runs_webhook_delivery``: a webhook delivery stores one run.  Older duplicates (a run
   stored twice before this revision) keep their rows with trigger ``duplicate`` so the index can
   be built; the newest run of the delivery stays ``webhook``.
@@ -34,6 +35,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("deliveries") as batch:
         batch.add_column(sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True))
+        batch.add_column(sa.Column("subject", sa.String(length=120), nullable=True))
+        batch.add_column(sa.Column("head_sha", sa.String(length=64), nullable=True))
+    op.create_index("ix_deliveries_subject", "deliveries", ["subject"])
     op.execute(
         "UPDATE runs SET trigger = 'duplicate' WHERE trigger = 'webhook' AND delivery_id IS NOT NULL "
         "AND id NOT IN (SELECT id FROM (SELECT r.id, ROW_NUMBER() OVER (PARTITION BY r.delivery_id "
@@ -45,6 +49,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("uq_runs_webhook_delivery", table_name="runs")
+    op.drop_index("ix_deliveries_subject", table_name="deliveries")
     with op.batch_alter_table("deliveries") as batch:
+        batch.drop_column("head_sha")
+        batch.drop_column("subject")
         batch.drop_column("lease_until")
     op.drop_table("delivery_digests")

@@ -93,7 +93,7 @@ def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Retry | N
     work = DeliveryWork(settings, sf)
 
     def processor(delivery: ParsedDelivery, s: Settings, sink: ResultSink) -> Run | AttemptResult | None:
-        if work.rerun(delivery):
+        if work.rerun(delivery) or work.superseded(delivery, sink):
             return None
         request = work.request(delivery)
         if request is None:
