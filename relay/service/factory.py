@@ -26,6 +26,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.crcr.allowlist import AllowlistProvider, allowlist_source
@@ -206,8 +207,18 @@ def create_app(
         log.error("%s %s: %s", request.method, request.url.path, exc)
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503)
 
+    async def database_down(request: Request, exc: Exception) -> JSONResponse:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        log.error("%s %s: database unavailable: %s", request.method, request.url.path, first)
+        return JSONResponse({"detail": f"database unavailable: {type(exc).__name__}"},
+                            status_code=503)
+
     app.add_exception_handler(Exception, internal_error)
     app.add_exception_handler(DatabaseFileGone, database_gone)
+    # the server unreachable or gone mid-request (PostgreSQL restarting): 503 as /healthz says,
+    # never a 500 that reads as a bug, and never a 2xx for something not stored
+    app.add_exception_handler(OperationalError, database_down)
+    app.add_exception_handler(InterfaceError, database_down)
     for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
