@@ -76,6 +76,12 @@ def _rss_mb(pids: list[int]) -> float:
     return total / 1024
 
 
+def _numbered(shapes: list[tuple[str, dict]], k: int) -> tuple[str, dict]:
+    """Shape ``k`` (cycling) numbered ``k`` over the whole run: every body differs (the relay
+    answers a byte-identical body under a new delivery id as a duplicate)."""
+    return _unique(shapes[k % len(shapes)], k)
+
+
 def _kill_first(relays: list[Proc], alive: list[Proc], pids: list[int]) -> None:
     victim = relays[0]
     alive.remove(victim)
@@ -149,7 +155,7 @@ def run(b: Burst, work: Path) -> dict[str, float]:
             if name == "burst" and b.kill_at_s is not None:
                 threading.Timer(b.kill_at_s, _kill_first, args=(relays, alive, pids)).start()
             loads[name] = Load(target, rate, secs,
-                               body=lambda n: _unique(shapes[next(seq) % len(shapes)], n)).start()
+                               body=lambda _n: _numbered(shapes, next(seq))).start()
             loads[name].join()
         marks["drain"] = (time.monotonic() - t0, *_counts(engine, sqlite_db)[1:])
         phase["name"] = "drain"
