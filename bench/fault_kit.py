@@ -69,7 +69,7 @@ def relay_env(state: Path, database_url: str, github_url: str, **extra: str) -> 
            "RELAY_STATE_DIR": str(state), "RELAY_OUTBOX_POLL_S": "0.2",
            "RELAY_RECOVER_INTERVAL_S": "2", "RELAY_DELIVERY_RETRY_S": "2",
            "RELAY_DISPATCH_MAX_WAIT_S": "2", "RELAY_WORKERS": "2",
-           "RELAY_VISIBILITY_TIMEOUT_S": "20", "RELAY_RESTORE_INTERVAL_S": "2",
+           "RELAY_VISIBILITY_TIMEOUT_S": "20", "RELAY_RESTORE_INTERVAL_S": "2", "RELAY_LEASE_S": "6",
            "PYTHONPATH": str(ROOT)}
     env.update(extra)
     return env

@@ -286,10 +286,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--soak", action="store_true", help="run bench/soak.py instead")
     ap.add_argument("--soak-minutes", type=float, default=10.0)
     ap.add_argument("--soak-rate", type=float, default=20.0)
+    ap.add_argument("--burst", action="store_true", help="run bench/burst.py instead")
+    ap.add_argument("--relays", type=int, default=1, help="--burst: relay processes")
+    ap.add_argument("--pg", action="store_true", help="--burst: on PostgreSQL (else SQLite)")
+    ap.add_argument("--compare", action="store_true", help="--burst: 1 vs 2 relays on PostgreSQL")
+    ap.add_argument("--base-s", type=float, default=60.0, help="--burst: seconds at 20/s before")
+    ap.add_argument("--burst-s", type=float, default=60.0)
+    ap.add_argument("--burst-rate", type=float, default=100.0)
+    ap.add_argument("--after-s", type=float, default=60.0)
+    ap.add_argument("--kill-at", type=float, default=None,
+                    help="--burst: kill -9 the first relay this many seconds into the burst")
     args = ap.parse_args(argv)
     if args.soak:
         from bench.soak import soak
         return soak(args.soak_minutes, args.soak_rate, keep=args.keep)
+    if args.burst:
+        from bench.burst import burst
+        exit_on_sigterm()
+        pg = args.pg or args.compare or args.relays > 1
+        return burst(args.relays, (lambda name: _database(Ctx(Path(tempfile.gettempdir()), None, ""), name))
+                     if pg else None, compare=args.compare, keep=args.keep, base_s=args.base_s,
+                     burst_s=args.burst_s, burst_rate=args.burst_rate, after_s=args.after_s,
+                     kill_at_s=args.kill_at)
     from tests.fakes.github import FakeGitHub
     from tests.fakes.live import LiveServer
 

@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import socket
@@ -171,6 +172,9 @@ def relay_intake_factory():  # noqa: ANN201 - uvicorn --factory entry
     return create_app(get_settings(), queue=_Parked())
 
 
+SEQ_PLACEHOLDER = "0" * 12
+
+
 def payload_bytes(target: int = 25_000) -> bytes:
     """A ``pull_request`` ``opened`` body padded (PR description) to about ``target`` bytes."""
     payload = {
@@ -182,6 +186,9 @@ def payload_bytes(target: int = 25_000) -> bytes:
                          "labels": [{"name": "module: nn"}], "merged": False, "body": ""},
         "repository": {"full_name": "pytorch/pytorch", "id": 65600975},
         "sender": {"login": "octocat"},
+        # a per-request sequence number (``Conn``): the relay answers a byte-identical body
+        # under a new delivery id as a duplicate, so every delivery must differ
+        "bench_seq": SEQ_PLACEHOLDER,
     }
     base = len(json.dumps(payload).encode())
     payload["pull_request"]["body"] = "lorem ipsum " * ((target - base) // 12)
@@ -216,23 +223,34 @@ def start_server(target: str, env: dict[str, str], factory: bool,
     raise SystemExit(f"{target} did not start")
 
 
+_SEQ = itertools.count(1)
+
+
 class Conn:
     """One keep-alive HTTP/1.1 connection sending signed deliveries."""
 
     def __init__(self, port: int, body: bytes) -> None:
         self.port, self.body = port, body
-        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        self.at = body.index(f'"{SEQ_PLACEHOLDER}"'.encode()) + 1  # the sequence digits
         self.head = ("POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      "Content-Type: application/json\r\nX-GitHub-Event: pull_request\r\n"
-                     f"X-Hub-Signature-256: {sig}\r\nX-GitHub-Hook-ID: 1\r\n"
+                     "X-GitHub-Hook-ID: 1\r\n"
                      f"Content-Length: {len(body)}\r\n")
+
+    def _unique(self) -> tuple[bytes, str]:
+        """The body with a fresh sequence number (same length) and its signature header."""
+        seq = f"{next(_SEQ):012d}".encode()
+        body = self.body[:self.at] + seq + self.body[self.at + len(seq):]
+        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        return body, f"X-Hub-Signature-256: {sig}\r\n"
 
     async def open(self) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
 
     async def send(self) -> int:
+        body, sig = self._unique()
         delivery = f"X-GitHub-Delivery: {uuid.uuid4()}\r\n\r\n"
-        self.writer.write(self.head.encode() + delivery.encode() + self.body)
+        self.writer.write(self.head.encode() + sig.encode() + delivery.encode() + body)
         status_line = await self.reader.readline()
         length = 0
         while (line := await self.reader.readline()) not in (b"\r\n", b""):

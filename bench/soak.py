@@ -32,6 +32,13 @@ from bench.fault_kit import FINAL, Load, Proc, exit_on_sigterm, final_states, re
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "github-webhooks"
 
 
+def _unique(shape: tuple[str, dict], n: int) -> tuple[str, dict]:
+    """The shape with a sequence number: the relay answers a byte-identical body under a new
+    delivery id as a duplicate, so each delivery of the soak must differ."""
+    event, payload = shape
+    return event, {**payload, "bench_seq": n}
+
+
 def _payloads() -> list[tuple[str, dict]]:
     out = []
     for path in sorted(FIXTURES.glob("*.payload.json")):
@@ -78,7 +85,7 @@ def soak(minutes: float, rate: float, every_s: float = 30.0, keep: bool = False)
     env = relay_env(work, f"sqlite:///{db}", gh.url, RELAY_UPSTREAM_REPO="Codertocat/Hello-World")
     relay = Proc(["serve"], env, work / "relay.log").start()
     assert relay.proc is not None
-    load = Load(lambda: relay.url, rate, minutes * 60, body=lambda n: shapes[n % len(shapes)]).start()
+    load = Load(lambda: relay.url, rate, minutes * 60, body=lambda n: _unique(shapes[n % len(shapes)], n)).start()
     t0 = time.monotonic()
     samples: list[tuple[float, float, int, int, int]] = []
     print(f"{'min':>5} {'sent':>7} {'rss_mb':>7} {'fds':>5} {'db_mb':>7} {'backlog':>8}")

@@ -21,9 +21,9 @@ Catch ``RelayError`` for "anything of ours".  Classes that describe bad input al
     │   ├── SpecRefError             a spec reference sent to a worker cannot be resolved
     │   └── BisectionError           a culprit-finding round could not run; names the commit
     ├── SignatureError               webhook ``X-Hub-Signature-256`` rejected; ``status_code``
-    │   ├── SignatureHeaderError     400: header missing or malformed
-    │   │   ├── SignatureMissing
-    │   │   └── SignatureMalformed
+    │   ├── SignatureHeaderError     header missing or malformed
+    │   │   ├── SignatureMissing     400
+    │   │   └── SignatureMalformed   401 (CRCR: like any mismatch)
     │   └── SignatureMismatch        401: well-formed but the HMAC does not match
     ├── BodyRefused                  an HTTP request body refused while reading it; ``status``
     ├── StoreError                   persistence problems
@@ -183,7 +183,7 @@ class SignatureError(RelayError):
 
 
 class SignatureHeaderError(SignatureError):
-    """``X-Hub-Signature-256`` is missing or not ``sha256=<64 hex digits>`` (HTTP 400)."""
+    """``X-Hub-Signature-256`` is missing (HTTP 400) or not ``sha256=<64 hex digits>`` (401)."""
 
     status_code = 400
 
@@ -193,7 +193,10 @@ class SignatureMissing(SignatureHeaderError):
 
 
 class SignatureMalformed(SignatureHeaderError):
-    """The header is present but not of the form ``sha256=<hex>`` (HTTP 400)."""
+    """The header is present but not of the form ``sha256=<64 hex>`` (HTTP 401, as CRCR answers
+    any signature that does not verify; only a missing header is a 400)."""
+
+    status_code = 401
 
 
 class SignatureMismatch(SignatureError):

@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     celery_queue: str = "relay"
     shard_size: int = Field(200, ge=1)
     visibility_timeout_s: int = Field(7200, ge=1)
+    # the lease a working attempt holds on its delivery and renews every third of it
+    # (relay.store.leases, relay.worker.lease): a dead attempt frees its delivery after this
+    lease_s: float = Field(30.0, gt=0, le=3600)
     restore_interval_s: int = Field(10, ge=1)
     result_wait_s: float = Field(6 * 3600.0, gt=0)
 

@@ -197,8 +197,15 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 
 def spec_files_in(directory: Path) -> list[Path]:
     """Every ``*.yaml``/``*.yml`` file under ``directory`` (recursive), sorted — what
-    ``relay specs check DIR`` checks."""
-    return sorted(p for p in directory.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file())
+    ``relay specs check DIR`` checks.  Raises ``InputError`` naming every ``*.yaml``/``*.yml``
+    entry that is a broken symlink (its target missing): a spec silently left out would make
+    its tests vanish from every run without a word."""
+    named = [p for p in directory.rglob("*") if p.suffix in SPEC_SUFFIXES]
+    broken = sorted(p for p in named if p.is_symlink() and not p.exists())
+    if broken:
+        raise InputError("; ".join(f"{p}: a broken symlink (its target {p.readlink()} does not "
+                                   "exist)" for p in broken))
+    return sorted(p for p in named if p.is_file())
 
 
 def spec_files(paths: Sequence[Path]) -> list[Path]:

@@ -14,8 +14,10 @@ Grammar (CRCR ``utils/allowlist.py`` and ``tests/test_allowlist.py``; design §6
 | nightly, ...]}`` (events default to both; a ``nightly``-only entry gets no PR/push dispatches).
 Names are ``str(x).strip().strip("/")``; a repo needs a ``/``.  A repo sits at one level only.
 
-Deliberate differences (``relay/crcr/README.md``): a bare name without ``/`` (``spyre-sim``) is a
-*local backend* run by the relay itself rather than an error; ``L4`` written as a mapping (this
+Deliberate differences (``relay/crcr/README.md``): a bare name without ``/`` is accepted only
+when it is this relay's own backend (``RELAY_BACKEND``, e.g. ``spyre-sim``: run by the relay
+itself); any other bare name (a typo of ``org/repo``) is an error, as every bare name is in CRCR;
+``L4`` written as a mapping (this
 relay's older form) is still read, with a warning; and every problem is collected and raised at
 once as ``AllowlistError`` instead of the first one only.
 
@@ -25,7 +27,6 @@ once as ``AllowlistError`` instead of the first one only.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,7 +46,6 @@ LEVELS = ("L1", "L2", "L3", "L4")
 SUPPORTED_EVENTS = frozenset({"pull_request", "nightly"})
 #: an entry without ``events`` metadata (CRCR: legacy entries get both)
 DEFAULT_EVENTS = SUPPORTED_EVENTS
-_LOCAL = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _META_KEYS = frozenset({"oncalls", "events"})
 
 
@@ -106,7 +106,8 @@ class Allowlist:
 class _Parse:
     """One parse: entries found and every error, each message naming where it is."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str | None = None) -> None:
+        self.backend = backend
         self.found: list[AllowEntry] = []
         self.errors: list[str] = []
         self.warnings: list[str] = []
@@ -115,9 +116,10 @@ class _Parse:
         text = str(raw).strip().strip("/")
         if not text:
             self.errors.append(f"{where}: empty repo name")
-        elif "/" not in text and not _LOCAL.fullmatch(text):
-            self.errors.append(f"{where}: {raw!r} must be in owner/repo format (or a local "
-                               "backend name)")
+        elif "/" not in text and text != self.backend:
+            own = (f" (a bare name is allowed only for this relay's own backend, RELAY_BACKEND="
+                   f"{self.backend!r})" if self.backend else "")
+            self.errors.append(f"{where}: {raw!r} must be in owner/repo format{own}")
         else:
             return text
         return None
@@ -206,14 +208,17 @@ class _Parse:
                 self.add(name, meta, "L3", f"L3.{device}", device)
 
 
-def parse_allowlist(data: Any, source: str = "<allowlist>") -> Allowlist:
+def parse_allowlist(data: Any, source: str = "<allowlist>", *,
+                    backend: str | None = None) -> Allowlist:
     """Validate loaded YAML ``data`` (grammar in the module docstring); raises
-    ``AllowlistError`` listing every problem.  Unknown top-level keys are logged and ignored."""
+    ``AllowlistError`` listing every problem.  Unknown top-level keys are logged and ignored.
+    ``backend``: this relay's own backend (``RELAY_BACKEND``), the one bare name accepted;
+    ``None`` accepts none (CRCR's rule)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise AllowlistError(source, [f"expected a mapping with L1-L4 keys, got {type(data).__name__}"])
-    p = _Parse()
+    p = _Parse(backend)
     for key in data:
         if key not in LEVELS:
             p.warnings.append(f"unknown top-level key {key!r} ignored")
@@ -237,17 +242,18 @@ def parse_allowlist(data: Any, source: str = "<allowlist>") -> Allowlist:
     return Allowlist(entries, tuple(p.warnings))
 
 
-def _parse_text(text: str, source: str) -> Allowlist:
-    return parse_allowlist(load_yaml_text(text, source, AllowlistError), source)
-
-
 class AllowlistSource(YamlSource[Allowlist]):
     """The current allowlist of ``location`` (path or URL), reloaded when it changes
-    (``relay.crcr.yamlsource.YamlSource``).  Raises ``AllowlistError`` when the first load fails."""
+    (``relay.crcr.yamlsource.YamlSource``); ``backend`` as in ``parse_allowlist``.  Raises
+    ``AllowlistError`` when the first load fails."""
 
-    def __init__(self, location: str, *, refresh_s: float = 5.0,
+    def __init__(self, location: str, *, backend: str | None = None, refresh_s: float = 5.0,
                  transport: httpx.BaseTransport | None = None) -> None:
-        super().__init__(location, _parse_text, error=AllowlistError, refresh_s=refresh_s,
+        def parse(text: str, source: str) -> Allowlist:
+            return parse_allowlist(load_yaml_text(text, source, AllowlistError), source,
+                                   backend=backend)
+
+        super().__init__(location, parse, error=AllowlistError, refresh_s=refresh_s,
                          transport=transport)
 
 
@@ -278,7 +284,8 @@ class FixedAllowlist:
 def allowlist_source(location: str | None, backend: str, *, refresh_s: float = 5.0) -> AllowlistProvider:
     """The allowlist of ``RELAY_ALLOWLIST`` (``location``): a reloading ``AllowlistSource``, or —
     unset — a ``FixedAllowlist`` of the local ``backend`` alone at L2 (results on the dashboard,
-    nothing dispatched).  Raises ``AllowlistError`` when the first load fails."""
+    nothing dispatched); ``backend`` is the one bare name the file may list.  Raises
+    ``AllowlistError`` when the first load fails."""
     if not location:
         return FixedAllowlist(Allowlist.local_only(backend, "L2"))
-    return AllowlistSource(location, refresh_s=refresh_s)
+    return AllowlistSource(location, backend=backend, refresh_s=refresh_s)

@@ -8,9 +8,12 @@ Rules (CRCR ``webhook/event_handler.py`` ``_handle_check_run_rerequested`` /
   ``POST /repos/<owner>/<repo>/actions/runs/<run_id>/rerun-failed-jobs`` (GitHub REST, "Re-run
   failed jobs from a workflow run").  Another name, an empty or non-numeric run id, or a repo
   below L3 → nothing.
-* ``check_suite`` ``rerequested`` → the suite's check runs
-  (``GET /repos/<upstream>/check-suites/<id>/check-runs``, 100 a page), and one rerun per
-  distinct (repo, run id) among them as above.
+* ``check_suite`` ``rerequested`` ("Re-run all checks") → the suite's check runs
+  (``GET /repos/<upstream>/check-suites/<id>/check-runs``, 100 a page), and per distinct L3+
+  (repo, run id) among them one re-run of the *whole* run:
+  ``POST /repos/<owner>/<repo>/actions/runs/<run_id>/rerun`` (CRCR ``utils/gh_helper.py``
+  ``rerun_workflow_run``: it re-runs jobs that succeeded too, so re-running all checks of a
+  green run re-runs them; ``rerun-failed-jobs`` would re-run nothing).
 * GitHub's 403 "… is already running" is benign (the run is already going again).  Other
   failures: for a single check run the error is raised (``GitHubAPIError``: the delivery is
   retried when transient, else ends ``failed`` with it); within a suite it is logged and the
@@ -31,7 +34,8 @@ from relay.errors import GitHubAPIError
 from relay.github.client import GitHubClient
 from relay.github.events import CheckRun, CheckRunEvent, CheckSuiteEvent
 
-__all__ = ["crcr_target", "rerun_check_run", "rerun_check_suite", "rerun_failed_jobs"]
+__all__ = ["crcr_target", "rerun_check_run", "rerun_check_suite", "rerun_failed_jobs",
+           "rerun_workflow_run"]
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +52,27 @@ def crcr_target(check_run: CheckRun, allowlist: Allowlist) -> tuple[str, int] | 
     return repo, int(run_id)
 
 
-def rerun_failed_jobs(gh: GitHubClient, repo: str, run_id: int) -> bool:
-    """``POST /repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs``; ``False`` when GitHub
-    answers that the run is already running (403), ``True`` when asked; raises
-    ``GitHubAPIError`` otherwise."""
+def _rerun(gh: GitHubClient, repo: str, run_id: int, what: str) -> bool:
+    """``POST /repos/{repo}/actions/runs/{run_id}/{what}``; ``False`` when GitHub answers that
+    the run is already running (403), ``True`` when asked; raises ``GitHubAPIError`` otherwise."""
     try:
-        gh.request("POST", f"/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
+        gh.request("POST", f"/repos/{repo}/actions/runs/{run_id}/{what}")
     except GitHubAPIError as exc:
         if exc.status_code == 403 and "already running" in str(exc).lower():
             log.info("rerun of %s run %d: already running", repo, run_id)
             return False
         raise
     return True
+
+
+def rerun_failed_jobs(gh: GitHubClient, repo: str, run_id: int) -> bool:
+    """Re-run the failed jobs of one downstream run (``…/rerun-failed-jobs``; see ``_rerun``)."""
+    return _rerun(gh, repo, run_id, "rerun-failed-jobs")
+
+
+def rerun_workflow_run(gh: GitHubClient, repo: str, run_id: int) -> bool:
+    """Re-run every job of one downstream run (``…/rerun``; see ``_rerun``)."""
+    return _rerun(gh, repo, run_id, "rerun")
 
 
 def rerun_check_run(event: CheckRunEvent, allowlist: Allowlist,
@@ -88,7 +101,8 @@ def _suite_runs(gh: GitHubClient, upstream: str, suite_id: int) -> list[CheckRun
 
 def rerun_check_suite(event: CheckSuiteEvent, allowlist: Allowlist,
                       github: Callable[[], GitHubClient]) -> list[tuple[str, int]]:
-    """Re-run each distinct L3+ downstream run of a rerequested check suite (module docstring)."""
+    """Re-run each distinct L3+ downstream run of a rerequested check suite, whole (module
+    docstring)."""
     suite_id, upstream = event.check_suite.id, event.repository.full_name
     if suite_id is None:
         return []
@@ -97,7 +111,7 @@ def rerun_check_suite(event: CheckSuiteEvent, allowlist: Allowlist,
         targets = [crcr_target(cr, allowlist) for cr in _suite_runs(gh, upstream, suite_id)]
         for target in dict.fromkeys(t for t in targets if t is not None):
             try:
-                if rerun_failed_jobs(gh, *target):
+                if rerun_workflow_run(gh, *target):
                     done.append(target)
             except GitHubAPIError as exc:
                 log.warning("rerun of %s run %d failed: %s", target[0], target[1], exc)

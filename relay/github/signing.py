@@ -28,8 +28,8 @@ def sign(body: bytes, secret: str) -> str:
 def verify(body: bytes, secret: str, header: str | None) -> None:
     """Check ``header`` against ``body``; returns ``None`` when valid.
 
-    Raises ``SignatureMissing`` (no/empty header) or ``SignatureMalformed`` (not
-    ``sha256=<64 hex>``) — both HTTP 400 — or ``SignatureMismatch`` (HTTP 401) when the digest
+    Raises ``SignatureMissing`` (no/empty header, HTTP 400), ``SignatureMalformed`` (not
+    ``sha256=<64 hex>``, HTTP 401 as in CRCR) or ``SignatureMismatch`` (HTTP 401) when the digest
     differs.  The comparison uses ``hmac.compare_digest``.
     """
     if header is None or not header.strip():

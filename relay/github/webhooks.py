@@ -16,7 +16,7 @@ from typing import Any
 
 from relay.github.constants import CRCR_LABEL_PREFIX, EVENT_ACTIONS
 
-__all__ = ["is_handled", "ignored_reason", "intake_status"]
+__all__ = ["is_handled", "ignored_reason", "intake_status", "pr_subject", "RUN_ACTIONS"]
 
 
 def is_handled(event: str, action: str | None) -> bool:
@@ -61,3 +61,28 @@ def intake_status(event: str, payload: dict[str, Any], upstream: str) -> str:
     if event == "ping":
         return "processed"
     return "ignored" if ignored_reason(event, payload, upstream) else "received"
+
+
+#: ``pull_request`` actions that ask for a run of the PR's head (a newer one supersedes an older)
+RUN_ACTIONS = ("opened", "reopened", "synchronize")
+_SHA_CHARS = frozenset("0123456789abcdefABCDEF")
+
+
+def pr_subject(event: str, payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``("<repo>#<number>", head sha)`` of a ``pull_request`` delivery whose action asks for a
+    run (``RUN_ACTIONS``), else ``(None, None)``; malformed fields give ``(None, None)`` (the
+    delivery fails later with the real error).  Stored at intake: a newer head of the same PR
+    supersedes an older one's local run (``relay.store.supersede``)."""
+    if event != "pull_request" or payload.get("action") not in RUN_ACTIONS:
+        return None, None
+    pr = payload.get("pull_request")
+    repo = (payload.get("repository") or {}).get("full_name") if isinstance(
+        payload.get("repository"), dict) else None
+    if not isinstance(pr, dict) or not isinstance(repo, str) or not 0 < len(repo) <= 100:
+        return None, None
+    number, head = pr.get("number", payload.get("number")), (pr.get("head") or {})
+    sha = head.get("sha") if isinstance(head, dict) else None
+    if type(number) is not int or not 0 < number < 2**31 or not isinstance(sha, str) \
+            or not 7 <= len(sha) <= 64 or not set(sha) <= _SHA_CHARS:
+        return None, None
+    return f"{repo.lower()}#{number}", sha.lower()

@@ -21,9 +21,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.crcr.allowlist import AllowlistProvider, allowlist_source
@@ -39,6 +42,7 @@ from relay.execution.registry import task_queue_for
 from relay.github.catchup import startup_catch_up
 from relay.github.client import GitHubClient
 from relay.reporting.sender import make_sender
+from relay.service.headers import SecurityHeaders
 from relay.service.intake import RelayApp
 from relay.service.lifecycle import SHUTDOWN_GRACE_S, lifespan_for, recover_pending
 from relay.service.metrics import Metrics, event_label
@@ -57,6 +61,9 @@ from relay.worker.queue import InProcessQueue, TaskQueue
 __all__ = ["create_app", "build_state", "recover_pending", "SHUTDOWN_GRACE_S"]
 
 log = logging.getLogger(__name__)
+
+#: the pages' static files (``/static/refresh.js``: no inline script under the CSP)
+STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 
 def _retry_later(queue_of: Callable[[], TaskQueue | None]) -> Callable[[str, float], None]:
@@ -200,9 +207,21 @@ def create_app(
         log.error("%s %s: %s", request.method, request.url.path, exc)
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503)
 
+    async def database_down(request: Request, exc: Exception) -> JSONResponse:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        log.error("%s %s: database unavailable: %s", request.method, request.url.path, first)
+        return JSONResponse({"detail": f"database unavailable: {type(exc).__name__}"},
+                            status_code=503)
+
     app.add_exception_handler(Exception, internal_error)
     app.add_exception_handler(DatabaseFileGone, database_gone)
+    # the server unreachable or gone mid-request (PostgreSQL restarting): 503 as /healthz says,
+    # never a 500 that reads as a bug, and never a 2xx for something not stored
+    app.add_exception_handler(OperationalError, database_down)
+    app.add_exception_handler(InterfaceError, database_down)
     for module in (ingest, callback, dashboard, page, page_ops, health):
         app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(SecurityHeaders)
     install_openapi(app, webhooks=webhooks_enabled)
     return app

@@ -5,11 +5,12 @@ deliveries"; Zuul's ``GithubWebController.payload``):
 
 1. body size: ``Content-Length`` and the bytes received, over 25 MB → 413 (GitHub caps
    payloads at 25 MB); a non-numeric ``Content-Length`` → 400;
-2. ``X-Hub-Signature-256`` over the raw body → 400 missing/malformed, 401 wrong;
+2. ``X-Hub-Signature-256`` over the raw body → 400 missing, 401 malformed or wrong (CRCR);
 3. ``X-GitHub-Event`` / ``X-GitHub-Delivery`` present → else 400; body is a JSON object →
    else 400;
 4. insert the delivery (UNIQUE ``delivery_id``) and commit (``relay.service.writer``: group
-   commit); an existing id → 200 ``{"status": "duplicate"}``; the database failing → 503;
+   commit); an existing id → 200 ``{"status": "duplicate"}``, and so is a byte-identical body
+   under a new id within a day (``relay.store.digests``; logged); the database failing → 503;
 5. answer: ``ping`` → 200 ``{"status": "pong"}``; deliveries the relay does not act on
    (``relay.github.webhooks.ignored_reason``: another repository than ``RELAY_UPSTREAM_REPO``,
    or an event/action/label CRCR does not act on) → 200 ``{"status": "ignored", "reason": ...}``
@@ -36,11 +37,12 @@ from fastapi import FastAPI
 
 from relay.errors import SignatureError
 from relay.github import signing
-from relay.github.webhooks import ignored_reason, intake_status
+from relay.github.webhooks import ignored_reason, intake_status, pr_subject
 from relay.service.body import BodyRefused, read_body
 from relay.service.jsonbody import parse_json_body
 from relay.service.metrics import event_label
 from relay.service.state import RelayState
+from relay.store.digests import body_digest
 
 __all__ = ["WebhookIntake", "RelayApp", "WEBHOOK_BODY_CAP", "WEBHOOK_PATH"]
 
@@ -119,11 +121,13 @@ class WebhookIntake:
         if reason is not None:  # it quotes the payload's action: no NUL (PostgreSQL), no 10 KB
             reason = reason.replace("\x00", "")[:300]
 
+        subject, head_sha = pr_subject(event, payload)  # a newer head supersedes this one's run
         try:
             inserted = await state.writer.insert(
                 delivery_id=delivery_id, event=event, action=action,
                 hook_id=hook_id, payload=text,
-                status=status, error=reason)
+                status=status, error=reason, digest=body_digest(body),
+                subject=subject, head_sha=head_sha)
         except Exception as exc:  # noqa: BLE001 - not stored: GitHub must see a failure
             raise BodyRefused(503, f"delivery not stored: {type(exc).__name__}") from None
         counter = state.metrics.deliveries

@@ -66,8 +66,8 @@ WEBHOOK_OPERATION: dict[str, Any] = {
         {"type": "object"}]}}}},
     "responses": _answers({
         200: "duplicate, pong (ping) or ignored (not an event the relay acts on)",
-        202: "accepted: stored and queued", 400: "missing/malformed header or body",
-        401: "signature mismatch", 413: "body over 25 MB",
+        202: "accepted: stored and queued", 400: "missing header or malformed body",
+        401: "signature malformed or not matching", 413: "body over 25 MB",
         503: "not stored (database unavailable): GitHub marks the delivery failed"}, _STATUS),
 }
 

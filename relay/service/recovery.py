@@ -12,7 +12,9 @@ daemon thread; every ``RELAY_RECOVER_INTERVAL_S`` seconds (default 30) it calls 
   intervals (``next_attempt_at``), so a broker backlog older than the interval is not
   multiplied at every sweep;
 * in-process only: ``processing`` rows no worker thread of this relay holds (checked before and
-  after reading them, so a claim racing the sweep is never taken) are reset to ``received`` and
+  after reading them, so a claim racing the sweep is never taken) and whose lease nobody renews
+  (``relay.store.leases``: another relay process on the same database working on one keeps its
+  lease alive, so it is never taken from it) are reset to ``received`` and
   submitted — after ``POISON_ATTEMPTS`` interrupted claims they end ``failed`` instead (a relay
   with Celery workers leaves ``processing`` to the broker's redelivery: a worker may still hold
   it);
@@ -36,9 +38,9 @@ from relay.store.deliveries import (
     due_received,
     end_orphan_dispatches,
     hold_received,
-    processing_ids,
     reset_processing,
 )
+from relay.store.leases import expired_processing_ids
 from relay.store.tables import utcnow
 from relay.worker.queue import InProcessQueue
 
@@ -88,7 +90,7 @@ class Recovery:
         with sf() as session:
             if in_process:
                 before = queue.known()
-                stale = [d for d in processing_ids(session) if d not in before]
+                stale = [d for d in expired_processing_ids(session) if d not in before]
                 stale = [d for d in stale if d not in queue.known()]
                 counts["reset"], counts["given_up"] = reset_processing(session, stale)
             held = queue.known() if in_process else set()

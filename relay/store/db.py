@@ -4,7 +4,10 @@ SQLite (``sqlite:///path``): the parent directory is created, connections may cr
 (the in-process worker), and every connection turns on ``journal_mode=WAL``,
 ``synchronous=NORMAL`` (durable across a process crash — kill -9 — not across power loss),
 ``foreign_keys=ON`` and a 5 s ``busy_timeout``; this process's writers queue on one mutex
-(``relay.store.write_gate``) instead of sleeping in SQLite's busy handler.
+(``relay.store.write_gate``) instead of sleeping in SQLite's busy handler.  Every statement and
+every commit on a SQLite file engine first checks that the file is still the one opened
+(``relay.store.sqlite_file.guard``): a route can never answer 2xx for a row written into a
+deleted file, and reads of a vanished database fail (503) instead of serving a ghost.
 PostgreSQL: ``postgresql+psycopg://user@host:port/db`` (psycopg 3).
 
 Schema: ``create_schema`` runs the Alembic migrations in ``relay/migrations`` to ``head``, so
@@ -57,6 +60,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         creator, record = sqlite_file.creator_for(database)
         engine = create_engine(url, creator=creator, **kwargs)
         sqlite_file.remember(engine, record)
+        sqlite_file.guard(engine)
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -12,7 +12,8 @@ ORM unit-of-work operations: they run once or twice per webhook and the ORM path
 
 from __future__ import annotations
 
-from datetime import datetime
+import logging
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -25,7 +26,9 @@ from relay.domain.jsonlimits import depth_error, quick_bound, too_deep
 from relay.errors import PayloadInvalid
 from relay.retrying import DELIVERY
 from relay.store.db import check_file
+from relay.store.digests import DIGEST_WINDOW, claim_digest
 from relay.store.dispatches import fail_pending_dispatches
+from relay.store.leases import DEFAULT_LEASE_S, expired_processing_ids
 from relay.store.tables import (
     DELIVERY_STATUSES,
     DeliveryPayloadRecord,
@@ -35,6 +38,7 @@ from relay.store.tables import (
     utcnow,
 )
 
+log = logging.getLogger(__name__)
 _T = DeliveryRecord.__table__
 _P = DeliveryPayloadRecord.__table__
 
@@ -76,39 +80,57 @@ def insert_delivery(
     hook_id: str | None = None,
     status: str = "received",
     error: str | None = None,
+    digest: str | None = None,
+    subject: str | None = None,
+    head_sha: str | None = None,
 ) -> bool:
     """Insert and COMMIT one delivery; ``False`` (after rollback) if the id is already stored.
 
     ``payload`` is the raw JSON body text, stored verbatim (in ``delivery_payloads``, the same
-    transaction); ``error`` is the row's error text (an ``ignored`` delivery's reason).
+    transaction); ``error`` is the row's error text (an ``ignored`` delivery's reason);
+    ``digest``, the raw body's SHA-256 (``relay.store.digests.body_digest``), makes a
+    byte-identical body under another delivery id within a day a duplicate too (``False``);
+    ``subject`` / ``head_sha`` name a run-asking PR and its head (``relay.store.supersede``).
     Relies on the UNIQUE constraint, not on a prior SELECT, so concurrent redeliveries cannot
     both be inserted.  Raises ``ValueError`` for an unknown ``status``.
     """
     row = {"delivery_id": delivery_id, "event": event, "payload": payload, "action": action,
-           "hook_id": hook_id, "status": status, "error": error}
+           "hook_id": hook_id, "status": status, "error": error, "digest": digest,
+           "subject": subject, "head_sha": head_sha}
     try:
-        _insert(session, [row])
+        return _insert(session, [row])[0]
     except IntegrityError:
         session.rollback()
         return False
-    return True
 
 
-def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> None:
-    """The ``deliveries`` rows and their ``delivery_payloads`` rows, committed."""
+def _insert(session: Session | Connection, rows: list[dict[str, Any]]) -> list[bool]:
+    """The ``deliveries`` rows and their ``delivery_payloads`` rows, committed; per row ``False``
+    when its ``digest`` (``relay.store.digests``) names a body another delivery id brought within
+    a day — that row is not stored, and the duplicate is logged with the original's id."""
     now = utcnow()
     for r in rows:
         if r.get("status", "received") not in DELIVERY_STATUSES:
             raise ValueError(f"unknown delivery status {r['status']!r}")
-    session.execute(insert(_T), [
-        {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
-         "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
-         "error": r.get("error"),
-         "processed_at": now if r.get("status") in ("processed", "ignored") else None}
-        for r in rows])
-    session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}
-                                 for r in rows])
+    new = []
+    for r in rows:
+        original = claim_digest(session, r["digest"], r["delivery_id"], now) if r.get("digest") else None
+        if original is not None:
+            log.warning("delivery %s: body byte-identical to delivery %s within %s; answered as a "
+                        "duplicate, not stored", r["delivery_id"], original, DIGEST_WINDOW)
+        new.append(original is None)
+    kept = [r for r, fresh in zip(rows, new, strict=True) if fresh]
+    if kept:
+        session.execute(insert(_T), [
+            {"delivery_id": r["delivery_id"], "event": r["event"], "action": r.get("action"),
+             "hook_id": r.get("hook_id"), "status": r.get("status", "received"), "received_at": now,
+             "error": r.get("error"), "subject": r.get("subject"), "head_sha": r.get("head_sha"),
+             "processed_at": now if r.get("status") in ("processed", "ignored") else None}
+            for r in kept])
+        session.execute(insert(_P), [{"delivery_id": r["delivery_id"], "payload": r["payload"]}
+                                     for r in kept])
     session.commit()
+    return new
 
 
 def insert_deliveries(session: Session | Connection, rows: list[dict[str, Any]]) -> list[bool]:
@@ -122,8 +144,7 @@ def insert_deliveries(session: Session | Connection, rows: list[dict[str, Any]])
     """
     check_file(session)  # never acknowledge into a deleted SQLite file
     try:
-        _insert(session, rows)
-        return [True] * len(rows)
+        return _insert(session, rows)
     except IntegrityError:
         session.rollback()
     return [insert_delivery(session, **r) for r in rows]
@@ -184,13 +205,15 @@ def events_of(session: Session, ids: list[str]) -> dict[str, str]:
                                 .where(_T.c.delivery_id.in_(ids))).all())
 
 
-def claim_many(session: Session, ids: list[str]) -> dict[str, Delivery | PayloadInvalid]:
+def claim_many(session: Session, ids: list[str], lease_s: float = DEFAULT_LEASE_S
+               ) -> dict[str, Delivery | PayloadInvalid]:
     """Claim every id of ``ids`` still ``received`` (``received`` → ``processing``, one more
     attempt) in ONE statement (``UPDATE … RETURNING``: SQLite ≥ 3.35, PostgreSQL), committed,
     then read their payloads (written once at intake, never changed): per claimed id its ``Delivery`` (``attempts``
     counting this claim) or the ``PayloadInvalid`` its stored payload raises (claimed all the
     same: the caller marks it ``failed``).  Ids not ``received`` (unknown, already taken) are
-    absent.  The in-process workers take a backlog this way: one claim transaction per batch."""
+    absent.  The in-process workers take a backlog this way: one claim transaction per batch.
+    Each claim holds the delivery for ``lease_s`` seconds (``relay.store.leases``)."""
     if not ids:
         return {}
     # ``coalesce(status)``, not ``status``: without table statistics SQLite would walk the
@@ -198,7 +221,8 @@ def claim_many(session: Session, ids: list[str]) -> dict[str, Delivery | Payload
     # id list; as an expression the term cannot use that index, so the UNIQUE id index is used
     rows = session.execute(
         update(_T).where(_T.c.delivery_id.in_(ids), func.coalesce(_T.c.status, "") == "received")
-        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
+        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None,
+                lease_until=utcnow() + timedelta(seconds=lease_s))
         .returning(*_DELIVERY_COLUMNS)).all()
     session.commit()  # the write lock is held for the UPDATE only; payloads are read after it
     texts = _payloads(session, [row.delivery_id for row in rows]) if rows else {}
@@ -237,7 +261,7 @@ def finish_many(session: Session, marks: list[tuple[str, str, str | None]]) -> N
     session.commit()
 
 
-def claim_delivery(session: Session, delivery_id: str) -> bool:
+def claim_delivery(session: Session, delivery_id: str, lease_s: float = DEFAULT_LEASE_S) -> bool:
     """Atomically move ``received`` → ``processing`` (counting one more attempt) and commit;
     ``False`` if not ``received``.
 
@@ -246,7 +270,8 @@ def claim_delivery(session: Session, delivery_id: str) -> bool:
     """
     result = session.execute(
         update(_T).where(_T.c.delivery_id == delivery_id, _T.c.status == "received")
-        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None)
+        .values(status="processing", attempts=_T.c.attempts + 1, next_attempt_at=None,
+                lease_until=utcnow() + timedelta(seconds=lease_s))
     )
     session.commit()
     return result.rowcount == 1  # type: ignore[attr-defined]
@@ -292,13 +317,12 @@ def pending_deliveries(session: Session) -> list[str]:
 
 
 def reset_stale_processing(session: Session) -> int:
-    """Move every ``processing`` row back to ``received`` (``reset_processing``) and commit;
-    returns how many went back.
-
-    Only safe when no worker is running (in-process mode at startup): a delivery left
-    ``processing`` then was interrupted by a crash or shutdown.
-    """
-    return reset_processing(session, processing_ids(session))[0]
+    """Move every ``processing`` row nobody holds (lease run out or none:
+    ``relay.store.leases``) back to ``received`` (``reset_processing``) and commit; returns how
+    many went back.  In-process mode at startup: a delivery left ``processing`` by this relay was
+    interrupted by a crash or shutdown; one another relay process on the same database still
+    renews is left to it."""
+    return reset_processing(session, expired_processing_ids(session))[0]
 
 
 def processing_ids(session: Session) -> list[str]:

@@ -11,7 +11,10 @@ connection to the moved file then passes the check and commits rows nobody will 
 ``creator_for(path)`` gives ``create_engine`` a ``creator`` that remembers the file's identity
 (device, inode) at its first connection and afterwards opens only that same
 file, read-write and never creating it (``file:…?mode=rw``); after ``remember(engine, record)``,
-``check(engine)`` raises ``DatabaseFileGone`` when the path no longer names that file.
+``check(engine)`` raises ``DatabaseFileGone`` when the path no longer names that file, and
+``guard(engine)`` makes every statement and every commit of the engine run that check first
+(one ``stat``, ~1 µs), so no write route — webhook, callback, ingest — commits into a deleted
+file and answers 2xx, and no read serves a database that is gone (the app answers 503).
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from relay.errors import DatabaseFileGone
 
-__all__ = ["creator_for", "remember", "check"]
+__all__ = ["creator_for", "remember", "check", "guard"]
 
 _IDENTITY: weakref.WeakKeyDictionary[Engine, _File] = weakref.WeakKeyDictionary()
 
@@ -77,3 +80,19 @@ def check(engine: Engine) -> None:
     record = _IDENTITY.get(engine)
     if record is not None:
         record.current()
+
+
+def guard(engine: Engine) -> None:
+    """Check ``engine``'s file (``check``) before each statement and before each commit;
+    ``DatabaseFileGone`` raised there aborts the statement or the commit (the transaction is
+    rolled back by its owner).  Needs ``remember(engine, …)`` first."""
+    record = _IDENTITY[engine]
+
+    def _statement(*_args: Any) -> None:
+        record.current()
+
+    def _commit(_conn: Any) -> None:
+        record.current()
+
+    event.listen(engine, "before_cursor_execute", _statement)
+    event.listen(engine, "commit", _commit)

@@ -24,7 +24,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from relay.domain.delivery import DeliveryStatus
@@ -69,6 +80,13 @@ class DeliveryRecord(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     #: when a transient failure's retry is due (``received`` rows only; cleared by the claim)
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: until when the attempt working on a ``processing`` row holds it (``relay.store.leases``;
+    #: renewed by its heartbeat; ``NULL``: handed on to a Celery chord, or claimed before 0016)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: ``"<repo>#<number>"`` and head sha of a run-asking ``pull_request`` delivery
+    #: (``relay.store.supersede``: a newer head supersedes an older one's local run)
+    subject: Mapped[str | None] = mapped_column(String(120), index=True)
+    head_sha: Mapped[str | None] = mapped_column(String(64))
     #: the raw body's row (``delivery_payloads``), loaded on first access
     body: Mapped[DeliveryPayloadRecord | None] = relationship(
         primaryjoin="DeliveryRecord.delivery_id == foreign(DeliveryPayloadRecord.delivery_id)",
@@ -96,10 +114,28 @@ class DeliveryPayloadRecord(Base):
     payload: Mapped[str] = mapped_column(Text, nullable=False)
 
 
+class DeliveryDigestRecord(Base):
+    """The SHA-256 of a delivery's raw signed body and the delivery that first brought it
+    (``relay.store.digests``): a byte-identical body under a new delivery id within a day is a
+    duplicate — GitHub keeps the id when it redelivers, so a second id is a copy (a proxy or a
+    second hook replaying it).  One row per digest; the newest holder after a day."""
+
+    __tablename__ = "delivery_digests"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String(100), nullable=False)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
 class RunRecord(Base):
     """One pipeline run; ``stages`` and ``counts`` are JSON copies of the ``Run`` fields."""
 
     __tablename__ = "runs"
+    #: a webhook delivery stores one run (its idempotency key): a second attempt of the same
+    #: delivery — a broker redelivery, another relay process — cannot store another
+    __table_args__ = (Index("uq_runs_webhook_delivery", "delivery_id", unique=True,
+                            sqlite_where=text("trigger = 'webhook'"),
+                            postgresql_where=text("trigger = 'webhook'")),)
 
     id: Mapped[str] = mapped_column(String(100), primary_key=True)
     backend: Mapped[str] = mapped_column(String(100))

@@ -20,6 +20,7 @@ The in-process queue (``relay.service.factory``) calls ``process``; the Celery t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from relay.envs.commits import resolver_for
 from relay.github.client import GitHubClient
 from relay.github.events import ParsedDelivery
 from relay.github.webhooks import ignored_reason
+from relay.logs import delivery_log
 from relay.pipeline.local import LocalExecutors
 from relay.pipeline.ports import ExecutorFactory, Ports, Progress, ResultSink
 from relay.pipeline.request import RunConfig, RunRequest
@@ -45,12 +47,15 @@ from relay.settings import Settings
 from relay.store.deliveries import events_of
 from relay.store.durations import durations_from_db
 from relay.store.run_store import SqlRunStore
+from relay.store.supersede import newer_head
 from relay.worker.handlers import HANDLERS, EventHandler
 from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Processor, Retry
-from relay.worker.processing import process_deliveries
+from relay.worker.processing import DeliverySink, process_deliveries
 from relay.worker.progress import DeliveryProgress
 
 __all__ = ["DeliveryWork", "run_config"]
+
+log = logging.getLogger(__name__)
 
 
 def run_config(settings: Settings) -> RunConfig:
@@ -145,9 +150,23 @@ class DeliveryWork:
         handler.rerun(delivery.typed, self._fanout_ctx)
         return True
 
+    def superseded(self, delivery: Delivery, sink: ResultSink) -> bool:
+        """Whether a later delivery asks for a newer head of ``delivery``'s PR
+        (``relay.store.supersede``): then its local run is skipped, and the note on the
+        delivery (``sink.note``) names the newer head."""
+        with self.sf() as session:
+            newer = newer_head(session, delivery.id)
+        if newer is None:
+            return False
+        note = f"superseded: local run skipped, head {newer[0]} is newer (delivery {newer[1]})"
+        if isinstance(sink, DeliverySink):
+            sink.note = note
+        delivery_log(log, delivery.id).info("%s", note)
+        return True
+
     def _local(self, delivery: ParsedDelivery, settings: Settings, sink: ResultSink
                ) -> Run | AttemptResult | None:
-        if self.rerun(delivery):
+        if self.rerun(delivery) or self.superseded(delivery, sink):
             return None
         if self._processor is None:
             return self.run_locally(delivery, settings, sink)

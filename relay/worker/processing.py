@@ -52,7 +52,7 @@ from datetime import timedelta
 
 import httpx
 from pydantic import ValidationError
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from relay.domain.delivery import Delivery, DeliveryStatus
@@ -67,6 +67,7 @@ from relay.store.deliveries import claim_many, finish_processing, mark_delivery
 from relay.store.runs import run_for_delivery, save_run
 from relay.store.tables import utcnow
 from relay.worker.job import AttemptResult, DeliveryJob, Outcome, Report, Retry
+from relay.worker.lease import Heartbeat
 from relay.worker.marks import Marks
 
 __all__ = ["DeliverySink", "process_delivery", "process_deliveries", "transient", "transient_db",
@@ -105,7 +106,8 @@ class DeliverySink:
     """The ``ResultSink`` of a webhook run: the run, its report and the delivery's final state
     ``processed`` (with ``note`` as its error text, if any) in one transaction; a second ``accept``
     of the same delivery is ignored, and so is a run of a delivery another attempt already
-    finished (``finish_processing``): the run is stored once."""
+    finished (``finish_processing``) or whose run is stored already (the runs' unique key
+    ``uq_runs_webhook_delivery``): the run is stored once."""
 
     def __init__(self, delivery: Delivery, session_factory: Callable[[], Session],
                  report: Report | None = None, note: str | None = None) -> None:
@@ -125,7 +127,11 @@ class DeliverySink:
                                          self.note):
                     session.rollback()
                     return False
-                save_run(session, run, commit=False)
+                try:
+                    save_run(session, run, commit=False)
+                except IntegrityError:  # the delivery's run is stored already (its key)
+                    session.rollback()
+                    return False
                 if self._report is not None:
                     self._report(session, run, self.delivery)
                 session.commit()
@@ -183,8 +189,15 @@ def process_deliveries(ids: list[str], job: DeliveryJob) -> dict[str, Outcome]:
     ends that delivery ``failed`` with it.  ``job.on_finished`` is called once its state is
     stored."""
     ids = list(dict.fromkeys(ids))  # a delivery submitted twice in one batch runs once
+    lease_s = job.settings.lease_s
     with job.session_factory() as session:
-        claimed = claim_many(session, ids)
+        claimed = claim_many(session, ids, lease_s)
+    with Heartbeat(job.session_factory, list(claimed), lease_s):  # keeps them ours while we work
+        return _process_claimed_batch(ids, claimed, job)
+
+
+def _process_claimed_batch(ids: list[str], claimed: dict[str, Delivery | PayloadInvalid],
+                           job: DeliveryJob) -> dict[str, Outcome]:
     marks = Marks(job.session_factory)
     outcomes: dict[str, Outcome] = {}
     finished: list[tuple[Delivery, DeliveryStatus]] = []
@@ -305,8 +318,8 @@ def _run(delivery: ParsedDelivery, job: DeliveryJob, first_s: float) -> _RunResu
         if status is DeliveryStatus.FAILED and not isinstance(exc, (PayloadInvalid, ValidationError)):
             dlog.exception("failed")
         return status, error
-    if sink.accepted is None:
-        return DeliveryStatus.PROCESSED, None
+    if sink.accepted is None:  # no run; the processor may have said why (``sink.note``)
+        return DeliveryStatus.PROCESSED, sink.note
     run = sink.accepted
     dlog.info("processed (run %s: %s)", run.id, run.conclusion)
     if run.trigger == "webhook":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from relay.crcr.allowlist import AllowlistSource
 from relay.errors import AllowlistError
@@ -30,9 +31,13 @@ def test_allowlist_fixture(name: str) -> None:
     if expect["accept"]:
         allowlist = AllowlistSource(str(path)).get()
         assert {n: e.level for n, e in allowlist.entries.items()} == expect["levels"]
-    elif "spyre_relay" in expect:  # a documented, deliberate difference: a local backend
-        allowlist = AllowlistSource(str(path)).get()
-        assert all(e.local for e in allowlist.entries.values()) and allowlist.entries
+    elif "spyre_relay" in expect:  # refused as in CRCR, unless the bare name is our backend
+        with pytest.raises(AllowlistError, match="must be in owner/repo format"):
+            AllowlistSource(str(path), backend="spyre-sim")
+        bare = [str(n) for names in yaml.safe_load(path.read_text()).values() for n in names]
+        for backend in bare:
+            allowlist = AllowlistSource(str(path), backend=backend).get()
+            assert [e.name for e in allowlist.entries.values() if e.local] == [backend]
     else:
         with pytest.raises(AllowlistError):
             AllowlistSource(str(path))

@@ -31,7 +31,7 @@ def test_each_error_names_its_place_in_the_file() -> None:
         "L3": {"": {"x/y": []}, "npu": ["x/y"]},
     }) == [
         "L1[0]: empty repo name",
-        "L1[1]: 'not a repo!' must be in owner/repo format (or a local backend name)",
+        "L1[1]: 'not a repo!' must be in owner/repo format",
         "L1[2]: entry 5 is neither org/repo nor {org/repo: oncalls}",
         "L1[3]: a mapping entry must have exactly one key (org/repo), got 2",
         "L2[0] o/r: unsupported metadata 'team' (expected oncalls, events)",
@@ -67,7 +67,7 @@ def test_an_empty_or_unset_device_does_not_hide_the_devices_after_it() -> None:
     assert found.get("Xilinx/spyre-ci") == AllowEntry("Xilinx/spyre-ci", "L3", "spyre", ("ann",))
     assert errors_of({"L3": {"": {"a/b": []}, " ": {}, "spyre": {"c/d": [], "bad name": []}}}) == [
         "L3: device name must not be empty", "L3: device name must not be empty",
-        "L3.spyre: 'bad name' must be in owner/repo format (or a local backend name)"]
+        "L3.spyre: 'bad name' must be in owner/repo format"]
 
 
 def test_an_empty_file_is_an_empty_allowlist_and_levels_are_looked_up_by_name() -> None:
@@ -96,7 +96,7 @@ def test_a_url_allowlist_is_read_through_the_given_transport_and_its_errors_name
     with pytest.raises(AllowlistError) as err:
         AllowlistSource(url, transport=bad).get()
     assert err.value.source == url
-    assert err.value.errors == ["L2[0]: 'bad name' must be in owner/repo format (or a local backend name)"]
+    assert err.value.errors == ["L2[0]: 'bad name' must be in owner/repo format"]
 
 
 def test_a_file_allowlist_refreshes_every_5_seconds_by_default(tmp_path) -> None:
@@ -104,3 +104,24 @@ def test_a_file_allowlist_refreshes_every_5_seconds_by_default(tmp_path) -> None
     path.write_text("L1: [a/b]\n")
     source = allowlist_source(str(path), "spyre-sim")
     assert source.get().level_of("a/b") == "L1" and source.refresh_s == 5.0
+
+
+def test_a_bare_name_is_accepted_only_when_it_is_this_relays_backend(tmp_path) -> None:
+    """CRCR refuses every entry without ``/``; ours accepts exactly one bare name, its own
+    ``RELAY_BACKEND``, so a typo of ``org/repo`` (``acme-ci``) or of the backend is an error."""
+    found = parse_allowlist({"L2": ["spyre-sim", "a/b"]}, backend="spyre-sim")
+    assert found.get("spyre-sim").local and not found.get("a/b").local
+    assert errors_of({"L2": ["spyre-sim", "acme-ci", "spyre-simm"]}) == [
+        "L2[0]: 'spyre-sim' must be in owner/repo format",
+        "L2[1]: 'acme-ci' must be in owner/repo format",
+        "L2[2]: 'spyre-simm' must be in owner/repo format"]
+    with pytest.raises(AllowlistError) as err:
+        parse_allowlist({"L2": ["spyre-sim", "acme-ci"]}, backend="spyre-sim")
+    assert err.value.errors == ["L2[1]: 'acme-ci' must be in owner/repo format (a bare name is "
+                                "allowed only for this relay's own backend, RELAY_BACKEND='spyre-sim')"]
+    path = tmp_path / "allow.yaml"
+    path.write_text("L2: [spyre-sim, other-backend]\n")
+    with pytest.raises(AllowlistError, match="'other-backend' must be in owner/repo format"):
+        allowlist_source(str(path), "spyre-sim")
+    path.write_text("L2: [spyre-sim]\n")
+    assert allowlist_source(str(path), "spyre-sim").get().get("spyre-sim").local

@@ -105,7 +105,9 @@ def test_already_running_is_benign_other_errors_fail_the_delivery(crcr) -> None:
     assert status == "failed" and "404" in error
 
 
-def test_check_suite_reruns_each_distinct_l3_plus_run_once(crcr) -> None:
+def test_check_suite_reruns_each_distinct_l3_plus_run_once_and_whole(crcr) -> None:
+    """"Re-run all checks" re-runs each L3+ run whole (``…/rerun``, CRCR's
+    ``rerun_workflow_run``): ``rerun-failed-jobs`` would re-run nothing of a green run."""
     relay, fake = crcr()
     for cid, name, ext in ((1, "crcr/acme/l4-ci/CI/a", "111:9"), (2, "crcr/acme/l4-ci/CI/b", "111:9"),
                            (3, "crcr/acme/l3-ci/CI/a", "222"), (4, "crcr/acme/l2-ci/CI/a", "333"),
@@ -120,5 +122,6 @@ def test_check_suite_reruns_each_distinct_l3_plus_run_once(crcr) -> None:
     done = relay.sender.send("check_suite", suite | {"action": "completed"}, delivery_id="cs-2")
     assert done.json()["status"] == "ignored"
     relay.drain()
-    assert fake.reruns == [("acme/l4-ci", 111), ("acme/l3-ci", 222)]
+    assert fake.whole_reruns == [("acme/l4-ci", 111), ("acme/l3-ci", 222)]
+    assert fake.reruns == []  # nothing through rerun-failed-jobs
     assert _status(relay, "cs-1")[0] == "processed"

@@ -130,7 +130,7 @@ def test_real_check_run_and_suite_rerun_when_they_are_crcr_checks(serve) -> None
     fake.suites[suite["check_suite"]["id"]] = [1, 2]
     relay2.sender.send("check_suite", suite, delivery_id="rs-1")
     relay2.drain()
-    assert fake.reruns[1:] == [("acme/l4-ci", 51)]
+    assert fake.whole_reruns == [("acme/l4-ci", 51)]  # the whole run, not its failed jobs
 
 
 def test_real_labeled_payload_with_a_crcr_label_only_starts_checks(serve) -> None:

@@ -40,8 +40,27 @@ def _parse_relay(argv: list[str]):
     return sub.make_context(argv[1], argv[2:], parent=parent)
 
 
-def test_the_stack_has_the_four_services() -> None:
-    assert set(SERVICES) == {"relay", "worker", "postgres", "redis"}
+def test_the_stack_has_its_five_services() -> None:
+    assert set(SERVICES) == {"relay", "worker", "postgres", "redis", "proxy"}
+
+
+def test_two_relay_replicas_behind_one_proxy_port() -> None:
+    """Issue 31: two relay processes share the work on PostgreSQL; GitHub and the callbacks see
+    one address, the proxy's, which balances over every replica of the ``relay`` service."""
+    relay, proxy = SERVICES["relay"], SERVICES["proxy"]
+    assert relay["deploy"]["replicas"] >= 2
+    assert "ports" not in relay  # two replicas cannot both bind the host's port
+    assert proxy["ports"] == ["8000:8000"]
+    assert proxy["depends_on"] == {"relay": {"condition": "service_healthy"}}
+    source = next(v.split(":")[0] for v in proxy["volumes"] if "/etc/nginx/conf.d/" in v)
+    conf = (ROOT / source).read_text()
+    port = _parse_relay(_argv(relay["command"])).params["port"]
+    assert re.search(rf"server\s+relay:{port}\b", conf)  # the service name: every replica
+    assert "listen 8000;" in conf and "proxy_next_upstream error timeout;" in conf
+    size = re.search(r"client_max_body_size\s+(\d+)m;", conf)
+    assert size and int(size.group(1)) > 25  # GitHub's 25 MB payloads pass; the relay says 413
+    public = relay["environment"]["RELAY_PUBLIC_URL"]
+    assert public.endswith(":8000}") or public.endswith(":8000")  # callbacks to the proxy
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))

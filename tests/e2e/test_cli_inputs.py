@@ -52,6 +52,19 @@ def test_spec_files_expands_directories_and_names_bad_paths(tmp_path: Path, op_d
         spec_files([tmp_path / "nope.yaml"])
 
 
+def test_a_broken_yaml_symlink_in_a_spec_directory_is_an_error_naming_it(tmp_path: Path, op_db_spec) -> None:
+    """A spec directory whose ``gone.yaml`` points nowhere: silently skipping it would drop its
+    tests from every run; the error names the link and its target."""
+    a = op_db_spec("a", ["add"])
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "moved-away.yaml")
+    (tmp_path / "notes.txt").symlink_to(tmp_path / "nowhere.txt")  # not a spec name: ignored
+    with pytest.raises(InputError, match=r"gone\.yaml: a broken symlink \(its target .*moved-away\.yaml "
+                                         r"does not exist\)$"):
+        spec_files([tmp_path])
+    (tmp_path / "gone.yaml").unlink()
+    assert spec_files([tmp_path]) == [a]
+
+
 def test_cli_select_and_replay_take_a_spec_directory(tmp_path: Path, op_db_spec, softmax_change) -> None:
     specs = tmp_path / "specs"
     specs.mkdir()

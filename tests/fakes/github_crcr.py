@@ -2,8 +2,9 @@
 check runs, a repository's commits and its open pull requests by head branch.  Mixed into
 ``tests.fakes.github.FakeGitHub`` (uses its ``check_runs``), with GitHub's answers:
 
-* ``POST /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs`` → 201; 403 ``"… is already
-  running"`` for a run id in ``running``; 404 for a repo not in ``workflow_repos`` (when set);
+* ``POST /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs`` (recorded in ``reruns``) and
+  ``POST …/{id}/rerun`` (the whole run, recorded in ``whole_reruns``) → 201; 403 ``"… is
+  already running"`` for a run id in ``running``;
 * ``GET /repos/{o}/{r}/check-suites/{id}/check-runs`` → ``{"total_count", "check_runs"}`` paged
   by ``per_page``/``page`` (runs of ``suites[id]``, by id from ``check_runs``);
 * ``GET /repos/{o}/{r}/commits/{sha}`` → 200 for a sha in ``commits[repo]``, else 404 (422 for
@@ -32,6 +33,8 @@ class CrcrRoutes:
         if not hasattr(self, "reruns"):
             #: ``(repo, run_id)`` per accepted rerun-failed-jobs request
             self.reruns: list[tuple[str, int]] = []
+            #: ``(repo, run_id)`` per accepted re-run of a whole run (``…/rerun``)
+            self.whole_reruns: list[tuple[str, int]] = []
             self.running: set[int] = set()
             self.suites: dict[int, list[int]] = {}
             self.commits: dict[str, set[str]] = {}
@@ -42,15 +45,23 @@ class CrcrRoutes:
     def _crcr_routes(self, app: FastAPI, record: Any) -> None:
         self._crcr_state()
 
-        @app.post("/repos/{owner}/{name}/actions/runs/{run_id}/rerun-failed-jobs")
-        def rerun(owner: str, name: str, run_id: int, request: Request) -> JSONResponse:
+        def rerun_into(done: list[tuple[str, int]], owner: str, name: str, run_id: int,
+                       request: Request) -> JSONResponse:
             if (failed := record(request)) is not None:
                 return failed
             if run_id in self.running:
                 return JSONResponse({"message": f"The workflow run {run_id} is already running."},
                                     status_code=403)
-            self.reruns.append((f"{owner}/{name}", run_id))
+            done.append((f"{owner}/{name}", run_id))
             return JSONResponse({}, status_code=201)
+
+        @app.post("/repos/{owner}/{name}/actions/runs/{run_id}/rerun-failed-jobs")
+        def rerun(owner: str, name: str, run_id: int, request: Request) -> JSONResponse:
+            return rerun_into(self.reruns, owner, name, run_id, request)
+
+        @app.post("/repos/{owner}/{name}/actions/runs/{run_id}/rerun")
+        def rerun_whole(owner: str, name: str, run_id: int, request: Request) -> JSONResponse:
+            return rerun_into(self.whole_reruns, owner, name, run_id, request)
 
         @app.get("/repos/{owner}/{name}/check-suites/{suite_id}/check-runs")
         def suite_runs(owner: str, name: str, suite_id: int, request: Request) -> JSONResponse:

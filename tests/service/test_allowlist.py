@@ -14,7 +14,7 @@ from tests.service.conftest import ALLOWLIST_YAML
 
 
 def test_levels_devices_oncalls_and_local_backend() -> None:
-    al = parse_allowlist(yaml.safe_load(ALLOWLIST_YAML))
+    al = parse_allowlist(yaml.safe_load(ALLOWLIST_YAML), backend="spyre-sim")
     assert [(e.name, e.level) for e in al.external()] == [
         ("acme/l1-ci", "L1"), ("acme/l2-ci", "L2"), ("acme/l3-ci", "L3"), ("acme/l4-ci", "L4")]
     assert al.get("acme/l3-ci").device == "spyre" and al.get("acme/l3-ci").oncalls == ("alice",)

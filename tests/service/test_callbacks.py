@@ -222,3 +222,19 @@ def test_state_machine_atomic_on_postgresql(crcr, pg_url) -> None:
     relay.wait_outbox()
     (check,) = [c for c in fake.check_runs.values() if c["name"].startswith("crcr/acme/l4-ci/")]
     assert check["conclusion"] == "success"
+
+
+def test_callback_after_the_database_file_was_deleted_is_503_not_200(dispatched) -> None:
+    """Every 2xx is durable: a callback whose row would go into an unlinked SQLite inode (gone
+    at restart) is refused 503 like a webhook delivery, not acknowledged."""
+    import os
+    from pathlib import Path
+
+    relay, fake = dispatched
+    tok = _token(fake, "acme/l2-ci")
+    db = Path(relay.app.state.settings.database_url.removeprefix("sqlite:///"))
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{db}{suffix}"):
+            os.unlink(f"{db}{suffix}")
+    resp = _cb(relay, tok, "cb-1", "in_progress")
+    assert resp.status_code == 503 and "database unavailable" in resp.json()["detail"]

@@ -60,3 +60,45 @@ def test_a_failing_checkpoint_is_reported_not_raised(tmp_path: Path) -> None:
     assert checkpointer.checkpoints == 0
     engine.dispose()
     assert os.path.exists(tmp_path / "x.db")
+
+
+def test_the_wal_stays_bounded_under_sustained_writes_and_reads(tmp_path: Path) -> None:
+    """Issue 31: writers committing without pause while readers keep read transactions open
+    (the workers, the dashboard) — a passive checkpoint alone never lets the WAL start over, so
+    its file grew with the whole burst; past ``restart_pages`` the checkpointer truncates it."""
+    import threading
+    import time
+
+    db = tmp_path / "relay.db"
+    engine = make_engine(f"sqlite:///{db}")
+    background_checkpoints(engine)
+    create_schema(engine)
+    factory = make_session_factory(engine)
+    stop, wal, sizes = threading.Event(), Path(f"{db}-wal"), []
+
+    def read() -> None:  # overlapping read transactions, as a busy relay's readers
+        with sqlite3.connect(db) as conn:
+            while not stop.is_set():
+                conn.execute("BEGIN")
+                conn.execute("select count(*) from deliveries").fetchone()
+                time.sleep(0.01)
+                conn.execute("COMMIT")
+
+    readers = [threading.Thread(target=read, daemon=True) for _ in range(2)]
+    for r in readers:
+        r.start()
+    checkpointer = WalCheckpointer(engine, interval_s=0.02, restart_pages=500)  # ~2 MB
+    checkpointer.start()
+    for batch in range(60):  # ~24 MB written in all
+        with factory() as session:
+            insert_deliveries(session, _rows(20, batch * 20))
+        sizes.append(wal.stat().st_size)
+    stop.set()
+    for r in readers:
+        r.join(5)
+    checkpointer.stop()
+    engine.dispose()
+    assert checkpointer.truncations > 0
+    assert max(sizes) < 12_000_000, max(sizes)  # half of what was written; 24 MB without
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from deliveries").fetchone()[0] == 1200

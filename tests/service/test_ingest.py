@@ -190,3 +190,23 @@ def test_default_backoff_is_1_2_4_seconds(monkeypatch, tmp_path) -> None:
     with pytest.raises(HudPostError):
         post_results(make_run(), settings, transport=transport)
     assert slept == [1, 2, 4]
+
+
+def test_ingest_after_the_database_file_was_deleted_is_503_and_reads_too(relay: Relay) -> None:
+    """Every 2xx is durable: the ingest refuses (503) a body it could only write into a deleted
+    SQLite file; the dashboard's reads answer 503 as ``/healthz`` does, not an empty 200."""
+    import os
+    from pathlib import Path
+
+    url = relay.url + "/api/crcr/results"
+    assert httpx.get(relay.url + "/api/v1/dashboard").status_code == 200
+    db = Path(relay.app.state.settings.database_url.removeprefix("sqlite:///"))
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{db}{suffix}"):
+            os.unlink(f"{db}{suffix}")
+    resp = httpx.post(url, json=_body(), headers=_auth(relay))
+    assert resp.status_code == 503 and "database unavailable" in resp.json()["detail"]
+    for path in ("/api/v1/dashboard", "/api/v1/deliveries", "/"):
+        read = httpx.get(relay.url + path)
+        assert read.status_code == 503, path
+        assert "database unavailable" in read.json()["detail"]

@@ -54,7 +54,10 @@ def serve_env(tmp_path: Path, gh_url: str) -> tuple[dict[str, str], str, Path]:
     db = f"sqlite:///{tmp_path / 'relay.db'}"
     env = {**os.environ, "RELAY_WEBHOOK_SECRET": SECRET, "RELAY_DATABASE_URL": db,
            "RELAY_GITHUB_API_URL": gh_url, "RELAY_ALLOWLIST": str(allowlist),
-           "RELAY_STATE_DIR": str(tmp_path), "RELAY_OUTBOX_POLL_S": "0.1"}
+           "RELAY_STATE_DIR": str(tmp_path), "RELAY_OUTBOX_POLL_S": "0.1",
+           # the killed attempt's lease runs out 2 s after its last heartbeat (default 30 s):
+           # only then does the restarted relay take its delivery (relay.store.leases)
+           "RELAY_LEASE_S": "2", "RELAY_RECOVER_INTERVAL_S": "1"}
     return env, db, tmp_path / "serve.log"
 
 

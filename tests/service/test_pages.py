@@ -154,3 +154,27 @@ def test_deliveries_flaky_readiness_pages(filled) -> None:
     assert _get(filled, "/backends/acme/none/readiness").status_code == 404
     weekly = _get(filled, "/api/v1/backends/spyre-sim/readiness").json()["weekly"]
     assert len(weekly) == 8 and sum(w["jobs"] for w in weekly) >= 0
+
+
+def test_pages_and_files_carry_the_security_headers_and_no_inline_script(filled) -> None:
+    """A CSP without inline script (the auto-refresh is a static file), nosniff, no framing, a
+    Referrer-Policy on every page; the spec proposal is plain text a browser will not sniff."""
+    with filled.app.state.session_factory() as s:
+        save_run(s, make_run("patch-1", spec_proposal=f"--- a/s.yaml\n+++ b/s.yaml\n+{EVIL}\n"))
+    for path in ("/", "/runs/reg-1", "/deliveries", "/flaky", "/runs/nope", "/api/v1/grid",
+                 "/runs/patch-1/spec-proposal.patch", "/static/refresh.js"):
+        got = httpx.get(filled.url + path)
+        csp = dict(part.strip().split(" ", 1) for part in got.headers["content-security-policy"].split(";"))
+        assert csp["script-src"] == "'self'" and "unsafe-inline" not in csp["script-src"], path
+        assert csp["frame-ancestors"] == "'none'" and csp["default-src"] == "'none'", path
+        assert got.headers["x-content-type-options"] == "nosniff", path
+        assert got.headers["referrer-policy"] == "same-origin", path
+        if "text/html" in got.headers["content-type"]:
+            scripts = re.findall(r"<script[^>]*>", got.text)
+            assert all('src="/static/' in tag for tag in scripts), (path, scripts)
+    assert '<script src="/static/refresh.js">' in httpx.get(filled.url + "/").text  # live: in-flight work
+    patch = httpx.get(filled.url + "/runs/patch-1/spec-proposal.patch")
+    assert patch.headers["content-type"] == "text/plain; charset=utf-8" and EVIL in patch.text
+    js = httpx.get(filled.url + "/static/refresh.js")
+    assert js.status_code == 200 and "javascript" in js.headers["content-type"]
+    assert "dataset.refreshMs" in js.text

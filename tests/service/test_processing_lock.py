@@ -51,7 +51,7 @@ def test_a_lock_longer_than_the_busy_timeout_delays_the_finish_instead_of_failin
 def test_an_interrupted_delivery_is_finished_with_its_stored_run_not_run_again(one_delivery) -> None:
     factory = one_delivery
     with factory() as s:
-        assert claim_delivery(s, "d-1")  # processing when the relay died...
+        assert claim_delivery(s, "d-1", lease_s=0)  # processing when the relay died (lease over)...
         save_run(s, make_run("run-d1", delivery_id="d-1", trigger="webhook"))  # ...its run stored
         assert reset_stale_processing(s) == 1  # restart recovery
     calls: list[str] = []

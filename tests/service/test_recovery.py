@@ -25,7 +25,7 @@ def _seed(settings: Settings) -> None:
         body = json.dumps(pull_request_payload())
         insert_delivery(s, delivery_id="left-1", event="pull_request", payload=body, action="opened")
         insert_delivery(s, delivery_id="left-2", event="pull_request", payload=body, action="opened")
-        assert claim_delivery(s, "left-2")  # interrupted while processing
+        assert claim_delivery(s, "left-2", lease_s=0)  # interrupted while processing: no heartbeat
         insert_delivery(s, delivery_id="done-1", event="pull_request", payload=body,
                         status="processed")
     engine.dispose()
@@ -52,7 +52,7 @@ def test_failing_processor_marks_failed_and_keeps_delivery(relay, recorder: Reco
     assert json.loads(row.payload)["number"] == 7
     # the worker survives: the next delivery is processed
     recorder.fail = None
-    relay.sender.send("pull_request", pull_request_payload(), delivery_id="f-2")
+    relay.sender.send("pull_request", pull_request_payload(number=8), delivery_id="f-2")
     relay.drain()
     with relay.app.state.session_factory() as s:
         assert get_delivery(s, "f-2").status == "processed"

@@ -141,3 +141,26 @@ def test_a_moved_sqlite_file_stays_refused_when_other_connections_open(relay: Re
     assert codes == [503] * 5
     assert not db.exists()  # nothing re-created an empty database at the path
     assert httpx.get(relay.url + "/healthz").status_code == 503
+
+
+def test_reads_and_writes_answer_503_when_postgresql_is_unreachable(relay: Relay) -> None:
+    """The database server down (not a bug): the dashboard, a page and the ingest answer 503
+    ``database unavailable`` as ``/healthz`` does — never 500, never 2xx."""
+    from relay.reporting.body import build_hud_body
+    from relay.settings import Settings
+    from tests.fakes.runs import make_run
+
+    dead = make_engine("postgresql+psycopg://postgres@127.0.0.1:9/none",
+                       connect_args={"connect_timeout": 1})
+    body = build_hud_body(make_run("r-1"), Settings(), level="L2").model_dump(mode="json")
+    token = relay.app.state.settings.results_token()
+    relay.app.state.session_factory = sessionmaker(bind=dead)
+    try:
+        for method, path, kwargs in (
+                ("GET", "/api/v1/dashboard", {}), ("GET", "/", {}),
+                ("POST", "/api/crcr/results", {"json": body, "headers": {"x-hud-internal-bot": token}})):
+            resp = httpx.request(method, relay.url + path, timeout=10, **kwargs)
+            assert resp.status_code == 503, (path, resp.status_code, resp.text)
+            assert resp.json()["detail"] == "database unavailable: OperationalError"
+    finally:
+        dead.dispose()

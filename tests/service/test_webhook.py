@@ -38,10 +38,11 @@ def test_unsigned_is_400(relay: Relay) -> None:
     assert _row(relay, "d-2") is None
 
 
-def test_malformed_signature_is_400(relay: Relay) -> None:
+def test_malformed_signature_is_401_like_any_mismatch(relay: Relay) -> None:
+    """CRCR answers 401 to any signature that does not verify; only a missing one is 400."""
     for bad in ("sha1=abc", "sha256=xyz", "sha256=" + "0" * 63):
         resp = relay.sender.send("push", {"a": 1}, delivery_id="d-3", signature=bad)
-        assert resp.status_code == 400, bad
+        assert resp.status_code == 401, bad
         assert "malformed" in resp.json()["detail"]
 
 
@@ -157,3 +158,34 @@ def test_metrics_count_deliveries(relay: Relay) -> None:
 def test_healthz(relay: Relay) -> None:
     resp = httpx.get(relay.url + "/healthz")
     assert resp.status_code == 200 and resp.json() == {"status": "ok", "database": "ok"}
+
+
+def test_identical_body_under_a_new_delivery_id_within_a_day_is_a_logged_duplicate(
+        relay: Relay, recorder: Recorder, caplog) -> None:
+    """GitHub keeps the delivery id when it redelivers: the same signed bytes under another id
+    (a replaying proxy, a second hook) are answered as a duplicate and logged, never run twice;
+    after a day the same bytes are a new delivery again."""
+    import logging
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from relay.store.tables import DeliveryDigestRecord
+
+    body = json.dumps(pull_request_payload(number=31)).encode()
+    assert relay.sender.send("pull_request", None, body=body, delivery_id="orig-1").status_code == 202
+    with caplog.at_level(logging.WARNING, logger="relay.store.deliveries"):
+        copy = relay.sender.send("pull_request", None, body=body, delivery_id="copy-1")
+    assert copy.status_code == 200 and copy.json() == {"status": "duplicate", "delivery_id": "copy-1"}
+    assert any("copy-1" in r.getMessage() and "orig-1" in r.getMessage() for r in caplog.records)
+    assert _row(relay, "copy-1") is None
+    other = json.dumps(pull_request_payload(number=32)).encode()  # one byte differs: new
+    assert relay.sender.send("pull_request", None, body=other, delivery_id="other-1").status_code == 202
+    assert relay.sender.send("pull_request", None, body=body, delivery_id="orig-1").status_code == 200
+    relay.drain()
+    assert sorted(d.id for d in recorder.calls) == ["orig-1", "other-1"]
+    with relay.app.state.session_factory() as s:
+        s.execute(update(DeliveryDigestRecord).values(
+            received_at=DeliveryDigestRecord.received_at - timedelta(days=1, seconds=1)))
+        s.commit()
+    assert relay.sender.send("pull_request", None, body=body, delivery_id="later-1").status_code == 202

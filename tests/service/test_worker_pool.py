@@ -137,7 +137,7 @@ def test_a_served_relay_finishes_a_pr_while_a_long_push_runs_and_retries_on_time
     relay = start_relay(settings.model_copy(update={"workers": 2}), processor=processor, report=False)
     try:
         for n in (1, 2, 3):
-            assert relay.sender.send("pull_request", pull_request_payload(),
+            assert relay.sender.send("pull_request", pull_request_payload(number=n),
                                      delivery_id=f"d-{n}").status_code == 202
         deadline = time.monotonic() + 10
         while len(calls.get("d-3", [])) < 2 or "d-2" not in calls:

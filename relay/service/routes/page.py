@@ -79,7 +79,8 @@ def run_spec_proposal(run_id: str, session: SessionDep) -> PlainTextResponse:
         return PlainTextResponse(f"run not found: {run_id}\n", status_code=404)
     if not run.spec_proposal:
         return PlainTextResponse(f"run {run_id} proposed no spec edit\n", status_code=404)
-    return PlainTextResponse(run.spec_proposal, media_type="text/x-diff")
+    # text/plain (and nosniff, from ``relay.service.headers``): a browser shows it, never runs it
+    return PlainTextResponse(run.spec_proposal, media_type="text/plain; charset=utf-8")
 
 
 @router.get("/commits/{sha}", response_class=HTMLResponse)

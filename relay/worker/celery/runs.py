@@ -35,6 +35,7 @@ from relay.pipeline.run import execute, finish_run, plan_run
 from relay.quarantine.policy import evaluate_safely
 from relay.settings import Settings
 from relay.store.deliveries import load_delivery, mark_delivery
+from relay.store.leases import release
 from relay.worker.celery.names import FINISH_RUN, RUN_FAILED
 from relay.worker.celery.shards import load_execution, session_factory, shard_signatures
 from relay.worker.celery.specs import spec_refs
@@ -92,7 +93,7 @@ def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Retry | N
     work = DeliveryWork(settings, sf)
 
     def processor(delivery: ParsedDelivery, s: Settings, sink: ResultSink) -> Run | AttemptResult | None:
-        if work.rerun(delivery):
+        if work.rerun(delivery) or work.superseded(delivery, sink):
             return None
         request = work.request(delivery)
         if request is None:
@@ -108,9 +109,13 @@ def start(app: Celery, settings: Settings, delivery_id: str, *, retry: Retry | N
                                             len(plan.to_run), len(plan.base_missing))
         return AttemptResult.DEFERRED
 
-    return process_delivery(delivery_id, DeliveryJob(
+    outcome = process_delivery(delivery_id, DeliveryJob(
         session_factory=sf, settings=settings, processor=processor, report=work.report,
         fanout=work.fanout, retry=retry, ignore=work.ignored))
+    if outcome is DeliveryStatus.PROCESSING:  # the chord finishes it: no heartbeat from here on
+        with sf() as session:
+            release(session, delivery_id)
+    return outcome
 
 
 def finish(settings: Settings, plan_json: dict[str, Any], note: str | None) -> str:

@@ -33,7 +33,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from relay.retrying import SHARD_DB
 from relay.store.deliveries import POISON_ATTEMPTS
-from relay.store.tables import DeliveryRecord
+from relay.store.leases import lease_of
+from relay.store.tables import DeliveryRecord, utcnow
 from relay.worker.celery import runs
 from relay.worker.celery.config import settings_of
 from relay.worker.celery.names import AGGREGATE, FINISH_RUN, PROCESS_DELIVERY, RUN_FAILED, RUN_SHARD
@@ -45,19 +46,38 @@ __all__ = ["register"]
 log = logging.getLogger(__name__)
 
 
-def _requeue_if_redelivered(sf: sessionmaker[Session], delivery_id: str, request: Any) -> None:
+def _requeue_if_redelivered(sf: sessionmaker[Session], delivery_id: str, request: Any) -> float | None:
+    """For a message handed out again (broker redelivery, our own retry): when the delivery is
+    ``processing`` and its lease has run out (the attempt died), move it back to ``received`` so
+    this attempt runs it; when a live attempt still renews the lease (a planning step slower
+    than ``RELAY_VISIBILITY_TIMEOUT_S``), return the seconds until it would run out — the caller
+    retries then instead of running the delivery twice.  ``None``: go ahead."""
     info = getattr(request, "delivery_info", None) or {}
     again = info.get("redelivered") or getattr(request, "redelivered", False) \
         or (getattr(request, "retries", 0) or 0) > 0  # our own retry after the database left
     if not again:
-        return
+        return None
     with sf() as session:
+        found = lease_of(session, delivery_id)
+        if found is None or found[0] != "processing":
+            return None  # received: claim it; final: nothing to do (the claim says so)
+        until = found[1]
+        if until is None:
+            log.info("[delivery: %s] redelivered, but its run went on as shards: dropped", delivery_id)
+            return 0.0
+        left = (until - utcnow()).total_seconds()
+        if left > 0:
+            log.warning("[delivery: %s] redelivered by the broker while a live attempt holds it "
+                        "(lease %.0f s left): not run twice, checked again then", delivery_id, left)
+            return left
         session.execute(update(DeliveryRecord)
                         .where(DeliveryRecord.delivery_id == delivery_id,
                                DeliveryRecord.status == "processing")
                         .values(status="received"))
         session.commit()
-    log.warning("[delivery: %s] redelivered by the broker: processing it again", delivery_id)
+    log.warning("[delivery: %s] redelivered by the broker, its lease ran out: processing it again",
+                delivery_id)
+    return None
 
 
 def _error_text(args: tuple[Any, ...]) -> str:
@@ -85,10 +105,17 @@ def register(app: Celery) -> dict[str, Any]:
         sf = session_factory(settings_of(app).database_url)
         return [r.model_dump() for r in load_execution(sf, run_key, ids)]
 
-    @app.task(name=PROCESS_DELIVERY, bind=True)
+    # max_retries=None: a lease wait (below) may repeat while a live attempt works, however long;
+    # the database-gone path bounds its own retries (POISON_ATTEMPTS)
+    @app.task(name=PROCESS_DELIVERY, bind=True, max_retries=None)
     def process_delivery_task(self, delivery_id: str) -> str | None:
         settings = settings_of(app)
-        _requeue_if_redelivered(session_factory(settings.database_url), delivery_id, self.request)
+        wait = _requeue_if_redelivered(session_factory(settings.database_url), delivery_id,
+                                       self.request)
+        if wait == 0.0:
+            return None  # its shards finish it
+        if wait is not None:  # a live attempt holds it: look again once its lease could end
+            raise self.retry(countdown=wait + 1)
         status = runs.start(app, settings, delivery_id,  # transient failures: again, later
                             retry=lambda d, delay: self.apply_async((d,), countdown=delay))
         if status is AttemptResult.INTERRUPTED:  # the database left under the claim: once it is back
