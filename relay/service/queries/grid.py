@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from relay.github.events import commit_title
 from relay.service.queries.common import CONCLUSION_CHAR, cell_conclusion, github_links, is_sha, pr_number
 from relay.store.grid import group_counts, group_verdicts, inflight_deliveries, recent_run_rows
 from relay.store.progress import progress_for
@@ -41,8 +42,8 @@ def delivery_head(event: str, payload_text: str) -> dict[str, Any] | None:
             return {"head": pr["head"]["sha"], "title": pr.get("title") or "",
                     "ref": f"refs/pull/{payload['number']}/head"}
         if event == "push":
-            message = (payload.get("head_commit") or {}).get("message") or ""
-            return {"head": payload["after"], "title": message.splitlines()[0] if message else "",
+            message = str((payload.get("head_commit") or {}).get("message") or "")
+            return {"head": payload["after"], "title": commit_title(message) or f"push to {payload.get('ref')}",
                     "ref": payload.get("ref")}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
