@@ -91,6 +91,9 @@ def _github_range(ref: str):
 
     settings = settings_or_fail()
     base, _, head = ref.partition("..")
+    # said before the first request: a lookup may wait on GitHub's retries for seconds
+    err.print(f"reading {base}..{head} of {settings.upstream_repo} from GitHub's compare API "
+              f"({settings.github_api_url}) …", highlight=False, markup=False, soft_wrap=True)
     try:
         with GitHubClient.from_settings(settings) as github:
             return changeset_from_compare(github, settings.upstream_repo, base, head)

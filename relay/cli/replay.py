@@ -27,6 +27,7 @@ def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_e
     from relay.envs.commits import resolver_for
     from relay.errors import CommitEnvError, GitRangeError
 
+    err.print(f"reading {ref} from the checkout {upstream} …", highlight=False, markup=False, soft_wrap=True)
     try:
         found = git_range(upstream, ref, upstream=settings.upstream_repo)
         resolver = resolver_for(settings.commit_env)
