@@ -246,7 +246,7 @@ def test_run_page_names_the_torch_each_side_ran_on(served, tmp_path) -> None:
     assert list(plain["environments"]) == ["head"] and plain["environments"]["head"]["name"] == "current"
     assert plain["environments"]["head"]["torch_version"] == installed
     ran_on = load(f"{url}/runs/{runs['b']}", tmp_path, "run-b-torch").split('id="ran-on"', 1)[1].split("</span>", 1)[0]
-    assert f"head ran on torch <b>{installed}</b>" in ran_on and "the relay's installed torch" in ran_on
+    assert f"head ran on torch <b>{installed}</b>" in ran_on and ": the installed torch" in ran_on
     assert "no base run" in ran_on and "--base-env" in ran_on
     both = load(f"{url}/runs/{runs['a']}", tmp_path, "run-a-torch").split('id="ran-on"', 1)[1].split("</span>", 1)[0]
     assert f"head ran on torch <b>{installed}</b> (<code>current+faults=aten::_softmax:offset=0.05</code>" in both
