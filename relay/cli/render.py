@@ -9,11 +9,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
+    DownloadColumn,
     MofNCompleteColumn,
     Progress,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
+    TransferSpeedColumn,
 )
 from rich.table import Table
 
@@ -159,6 +161,29 @@ def print_ran_on(console: Console, run: Run) -> None:
         console.print(f"no base run: {run.head} is only the change's label; add --head-env ENV "
                       f"--base-env ENV to run each side in its own torch (here: {example})",
                       highlight=False, markup=False, soft_wrap=True)
+
+
+class DownloadBars:
+    """``progress(name, done, total)`` for ``relay.envs.download``: one bar per file with the
+    bytes, the total, the rate and the time left (live on a terminal; the final state in a log).
+    Use as a context manager."""
+
+    def __init__(self, console: Console) -> None:
+        self._bars = Progress(TextColumn("downloading {task.description}"), BarColumn(), DownloadColumn(),
+                              TransferSpeedColumn(), TimeRemainingColumn(), console=console)
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self) -> DownloadBars:
+        self._bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bars.stop()
+
+    def __call__(self, name: str, done: int, total: int | None) -> None:
+        if name not in self._tasks:
+            self._tasks[name] = self._bars.add_task(name, total=total)
+        self._bars.update(self._tasks[name], completed=done, total=total)
 
 
 #: how many tests of one kind the summary names before "… and N more"

@@ -51,8 +51,11 @@ def _change(ref: str, upstream: Path | None, settings, head_env: str | None, bas
         fail(str(exc))
     if pair is not None:
         err.print(f"building the change set {pair[0]} → {pair[1]} from the release wheels …")
+        from relay.cli.render import DownloadBars
+
         try:
-            changeset = changeset_from_versions(*pair, settings.state_dir / "wheels")
+            with DownloadBars(err) as bars:
+                changeset = changeset_from_versions(*pair, settings.state_dir / "wheels", progress=bars)
         except InputError as exc:
             fail(str(exc))
         return changeset, None, None, head_env or pair[1], base_env or pair[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from relay.changes.builder import build_changeset
+from relay.envs.download import Progress
 from relay.envs.environments import fetch_wheel
 from relay.errors import ChangeSourceError, EnvironmentError_, InputError
 from selection.models import ChangeSet
@@ -53,15 +54,16 @@ def version_pair(ref: str) -> tuple[str, str] | None:
     return pair
 
 
-def changeset_from_versions(base_req: str, head_req: str, wheel_dir: Path) -> ChangeSet:
+def changeset_from_versions(base_req: str, head_req: str, wheel_dir: Path,
+                            progress: Progress | None = None) -> ChangeSet:
     """The ChangeSet between two torch releases (``torch==X``), from their wheels.
 
     The wheels are fetched with ``pip download --no-deps`` into ``wheel_dir`` (cached); raises
-    ``InputError`` when a wheel cannot be had or read.
+    ``InputError`` when a wheel cannot be had or read; ``progress`` sees each download's bytes.
     """
     try:
-        old = fetch_wheel(base_req, wheel_dir)
-        new = fetch_wheel(head_req, wheel_dir)
+        old = fetch_wheel(base_req, wheel_dir, progress=progress)
+        new = fetch_wheel(head_req, wheel_dir, progress=progress)
         cs = build_changeset(old, new, title=f"{base_req} → {head_req}")
     except (EnvironmentError_, ChangeSourceError) as exc:
         raise InputError(str(exc)) from None
