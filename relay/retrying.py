@@ -14,6 +14,7 @@ policy         attempts first wait max wait source of the numbers
 ``DB_LOCKED``  8        0.5 s     8 s      SQLite past its 5 s busy_timeout (another writer)
 ``DELIVERY``   5        30 s      15 min   GitHub down or rate-limited for a delivery
 ``SHARD_DB``   4        2 s       8 s      a worker's database blip while storing results
+``STARTING``   8        0.5 s     4 s      ``relay send-webhook`` to a relay still starting (~20 s)
 ============== ======== ========= ======== =================================================
 
 The outbox (``relay.crcr.outbox``) builds its own ``Backoff`` from ``RELAY_OUTBOX_BACKOFF_S``
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_never, wait_exponential
 from tenacity.wait import wait_base
 
-__all__ = ["Backoff", "HTTP", "DB_LOCKED", "DELIVERY", "SHARD_DB"]
+__all__ = ["Backoff", "HTTP", "DB_LOCKED", "DELIVERY", "SHARD_DB", "STARTING"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,4 @@ HTTP = Backoff(attempts=4, first_s=1.0, max_s=4.0)
 DB_LOCKED = Backoff(attempts=8, first_s=0.5, max_s=8.0)
 DELIVERY = Backoff(attempts=5, first_s=30.0, max_s=900.0)
 SHARD_DB = Backoff(attempts=4, first_s=2.0, max_s=8.0)
+STARTING = Backoff(attempts=8, first_s=0.5, max_s=4.0)

@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from relay.cli.common import app, err, fail, settings_or_fail, spec_files_or_fail
+from relay.cli.common import RelayCommand, app, err, fail, settings_or_fail, spec_files_or_fail
 from relay.cli.render import BarProgress
 
 MAX_LISTED = 200
@@ -77,7 +77,7 @@ def print_report(report) -> None:
               f"{report.seconds:.0f} s", highlight=False)
 
 
-@app.command()
+@app.command(cls=RelayCommand)
 def audit(
     ref: Annotated[str, typer.Argument(
         help="The change: a ChangeSet / PR-files JSON or unified diff file (- = stdin), or a version "
@@ -98,10 +98,20 @@ def audit(
     shards: Annotated[int | None, typer.Option(
         "--shards", min=1, help="Concurrent pytest processes (default: one per core).")] = None,
 ) -> None:
-    """Run the universe (or --spec) on base and head, select on the same change, and print every
-    outcome change selection missed (with the stage and reason), the recall of real outcome
-    changes and the selected share.  Stores no run.  Exit status: 0 when nothing was missed,
-    1 when an outcome change was missed, 2 for bad input.
+    """Measure selection's recall against real outcomes.
+
+    Runs the universe (or --spec) on base and head, selects on the same change, and prints
+    every outcome change selection missed (with the stage and reason), the recall of real
+    outcome changes and the selected share.  Stores no run.
+
+    Exit status: 0 when nothing was missed, 1 when an outcome change was missed, 2 for bad
+    input.
+
+    \b
+    Examples:
+      relay audit examples/changes/pr-softmax.json --spec test_specs/specs/opinfo_core.yaml \\
+        --head-env 'current+faults=aten::_softmax:offset=0.05' --base-env current
+      relay audit torch==2.13.0..torch==2.14.1 --head-env torch==2.14.1 --base-env torch==2.13.0
     """
     from relay.cli.replay import _change
     from relay.envs.environments import validate

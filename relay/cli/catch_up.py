@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail, settings_or_fail
+from relay.cli.common import RelayCommand, app, err, fail, settings_or_fail
 
 
-@app.command("catch-up")
+@app.command("catch-up", cls=RelayCommand)
 def catch_up_cmd(
     repo: Annotated[str | None, typer.Option("--repo", help=(
         "owner/name of the repository whose webhook delivers to this relay "
@@ -22,12 +22,17 @@ def catch_up_cmd(
         "10 min); at most 3 days back, GitHub's limit."))] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
 ) -> None:
-    """Ask GitHub to redeliver the webhook deliveries this relay missed (down, or answered an
-    error): lists the hook's deliveries, skips those stored in RELAY_DATABASE_URL, redelivers
-    each failed one once.  Needs a token with admin rights on the repository.
+    """Redeliver the webhook deliveries this relay missed.
+
+    Lists the hook's deliveries, skips those stored in RELAY_DATABASE_URL and redelivers each
+    failed one once.  Needs a token with admin rights on the repository.
 
     Exit status: 0, 1 when GitHub refused (unknown hook, listing or a redelivery failed),
     2 for bad input or configuration.
+
+    \b
+    Examples:
+      relay catch-up --repo pytorch/pytorch --hook-id 424242 --since 2026-12-01T00:00:00Z
     """
     from rich.table import Table
     from rich.text import Text

@@ -8,17 +8,27 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail
+from relay.cli.common import RelayCommand, app, err, fail
 
 
-@app.command()
+@app.command(cls=RelayCommand)
 def changes(
-    src_from: Annotated[str, typer.Option("--from", help="Old wheel (.whl) or extracted tree.")],
-    src_to: Annotated[str, typer.Option("--to", help="New wheel (.whl) or extracted tree.")],
+    src_from: Annotated[str, typer.Option("--from", help="Old side: a wheel (.whl), an extracted tree or REPO@REV.")],
+    src_to: Annotated[str, typer.Option("--to", help="New side, in the same forms.")],
     out: Annotated[Path | None, typer.Option(help="Write the ChangeSet here instead of stdout.")] = None,
     title: Annotated[str, typer.Option(help="Title recorded in the ChangeSet.")] = "",
 ) -> None:
-    """Build a ChangeSet (files and changed top-level symbols) from two wheels or trees."""
+    """Build a ChangeSet from two wheels, trees or git revisions.
+
+    The ChangeSet names the changed files and their changed top-level Python symbols.  SRC is
+    a wheel (.whl), an extracted tree, or REPO@REV: a git revision of a local checkout.
+
+    \b
+    Examples:
+      relay changes --from torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl \\
+        --to torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl --out change.json
+      relay changes --from ~/pytorch@v2.13.0 --to ~/pytorch@v2.14.1
+    """
     from relay.changes import ChangeSourceError, build_changeset
 
     try:

@@ -13,14 +13,20 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["app", "specs_app", "db_app", "err", "fail", "settings_or_fail", "spec_files_or_fail",
+from relay.cli.helptext import RelayCommand
+
+__all__ = ["app", "specs_app", "RelayCommand", "db_app", "err", "fail", "settings_or_fail", "spec_files_or_fail",
            "read_change_or_fail"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Cross-repository CI relay and regression service for PyTorch backends.")
-specs_app = typer.Typer(no_args_is_help=True, help="Validate test specs.")
+# plain click help with git's conventions (``relay.cli.helptext``), not typer's rich panels
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Cross-repository CI relay and regression service for PyTorch backends.\n\n"
+                       "Run `relay COMMAND --help` for a command's usage and examples.")
+specs_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                        help="Check specs; apply a run's proposed spec edit.")
 app.add_typer(specs_app, name="specs")
-db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                     help="Database schema migrations.")
 app.add_typer(db_app, name="db")
 # Piped or redirected stderr (CI logs) gets 160 columns instead of rich's 80, so test ids and
 # tables are not broken over lines; timestamps stay on ``log`` lines, source paths do not.
@@ -85,6 +91,9 @@ def _github_range(ref: str):
 
     settings = settings_or_fail()
     base, _, head = ref.partition("..")
+    # said before the first request: a lookup may wait on GitHub's retries for seconds
+    err.print(f"reading {base}..{head} of {settings.upstream_repo} from GitHub's compare API "
+              f"({settings.github_api_url}) …", highlight=False, markup=False, soft_wrap=True)
     try:
         with GitHubClient.from_settings(settings) as github:
             return changeset_from_compare(github, settings.upstream_repo, base, head)

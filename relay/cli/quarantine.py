@@ -7,19 +7,25 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail, settings_or_fail
+from relay.cli.common import RelayCommand, app, err, fail, settings_or_fail
 
 
-@app.command()
+@app.command(cls=RelayCommand)
 def quarantine(
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
 ) -> None:
-    """Evaluate flaky-test quarantine (PyTorch HUD style) on RELAY_DATABASE_URL now: propose
+    """Disable flaky tests and re-enable long-green ones now.
+
+    Evaluates the flaky-test quarantine (PyTorch HUD style) on RELAY_DATABASE_URL: proposes
     disabling tests flaky in too many main-branch runs (DISABLED issues in
     RELAY_QUARANTINE_REPO) and re-enabling long-green ones; prints the proposals.
 
     Exit status: 0, or 1 when a GitHub call failed (retried by the next evaluation), 2 for bad
     configuration or an unusable database.
+
+    \b
+    Examples:
+      relay quarantine --json
     """
     from rich.markup import escape
     from rich.table import Table

@@ -9,11 +9,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
+    DownloadColumn,
     MofNCompleteColumn,
     Progress,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
+    TransferSpeedColumn,
 )
 from rich.table import Table
 
@@ -120,12 +122,9 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
     run = outcome.run
     console.print(stage_table(outcome.selection, run.stages))
     console.print(outcome_table(run))
-    if run.environments:
+    if "base" in run.environments:
         console.print(verdict_table(run))
-        for role in ("head", "base"):
-            env = run.environments.get(role, {})
-            console.print(f"{role}: {env.get('name')} (torch {env.get('torch_version')}, "
-                          f"git {str(env.get('torch_git_version'))[:12]})", highlight=False)
+    print_ran_on(console, run)
     print_named(console, run)
     console.print(f"{skipped_by_selection} selected tests classified skip (not run); "
                   f"{run.selected} run; stored in the database as run {run.id}")
@@ -145,6 +144,49 @@ def print_outcome(console: Console, outcome: RunOutcome, *, skipped_by_selection
         console.print(f"… and {len(failed) - 15} more")
     if outcome.report_error:
         console.print(f"[yellow]dashboard post failed: {outcome.report_error}[/yellow]")
+
+
+def print_ran_on(console: Console, run: Run) -> None:
+    """Which torch each side ran on (the run's ``environments``); a run without a base says so,
+    and the flags that run each side in its own torch (with the change's own versions when its
+    head and base are ``torch==X`` labels)."""
+    for role in ("head", "base"):
+        env = run.environments.get(role)
+        if env:
+            installed = " — the installed torch" if str(env.get("name", "")).startswith("current") else ""
+            console.print(f"{role} ran on torch {env.get('torch_version')} ({env.get('name')}{installed}, "
+                          f"git {str(env.get('torch_git_version'))[:12]})", highlight=False, markup=False,
+                          soft_wrap=True)
+    if "base" not in run.environments:
+        versions = run.base.startswith("torch==") and run.head.startswith("torch==")
+        example = (f"--head-env {run.head} --base-env {run.base}" if versions
+                   else "--head-env current+faults=... --base-env current")
+        console.print(f"no base run: {run.head} is only the change's label; add --head-env ENV "
+                      f"--base-env ENV to run each side in its own torch (here: {example})",
+                      highlight=False, markup=False, soft_wrap=True)
+
+
+class DownloadBars:
+    """``progress(name, done, total)`` for ``relay.envs.download``: one bar per file with the
+    bytes, the total, the rate and the time left (live on a terminal; the final state in a log).
+    Use as a context manager."""
+
+    def __init__(self, console: Console) -> None:
+        self._bars = Progress(TextColumn("downloading {task.description}"), BarColumn(), DownloadColumn(),
+                              TransferSpeedColumn(), TimeRemainingColumn(), console=console)
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self) -> DownloadBars:
+        self._bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bars.stop()
+
+    def __call__(self, name: str, done: int, total: int | None) -> None:
+        if name not in self._tasks:
+            self._tasks[name] = self._bars.add_task(name, total=total)
+        self._bars.update(self._tasks[name], completed=done, total=total)
 
 
 #: how many tests of one kind the summary names before "… and N more"

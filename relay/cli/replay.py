@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail, read_change_or_fail, settings_or_fail, spec_files_or_fail
+from relay.cli.common import RelayCommand, app, err, fail, read_change_or_fail, settings_or_fail, spec_files_or_fail
 
 
 def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_env: str | None):
@@ -27,6 +27,7 @@ def _git_change(ref: str, upstream: Path, settings, head_env: str | None, base_e
     from relay.envs.commits import resolver_for
     from relay.errors import CommitEnvError, GitRangeError
 
+    err.print(f"reading {ref} from the checkout {upstream} …", highlight=False, markup=False, soft_wrap=True)
     try:
         found = git_range(upstream, ref, upstream=settings.upstream_repo)
         resolver = resolver_for(settings.commit_env)
@@ -44,11 +45,17 @@ def _change(ref: str, upstream: Path | None, settings, head_env: str | None, bas
     from relay.envs.versions import changeset_from_versions, version_pair
     from relay.errors import InputError
 
-    pair = version_pair(ref) if not Path(ref).exists() else None
+    try:
+        pair = version_pair(ref) if not Path(ref).exists() else None
+    except InputError as exc:
+        fail(str(exc))
     if pair is not None:
         err.print(f"building the change set {pair[0]} → {pair[1]} from the release wheels …")
+        from relay.cli.render import DownloadBars
+
         try:
-            changeset = changeset_from_versions(*pair, settings.state_dir / "wheels")
+            with DownloadBars(err) as bars:
+                changeset = changeset_from_versions(*pair, settings.state_dir / "wheels", progress=bars)
         except InputError as exc:
             fail(str(exc))
         return changeset, None, None, head_env or pair[1], base_env or pair[0]
@@ -94,7 +101,7 @@ def _run(request, settings, *, spec: list[Path] | None, device: str, timeout: in
         engine.dispose()
 
 
-@app.command()
+@app.command(cls=RelayCommand)
 def replay(
     ref: Annotated[str, typer.Argument(
         help="A change file — a ChangeSet JSON (see examples/changes/), GitHub PR-files JSON or a unified "
@@ -121,10 +128,22 @@ def replay(
     budget_minutes: Annotated[float | None, typer.Option(
         "--budget-minutes", min=0, help="Run only the top-ranked tests fitting this much measured test time.")] = None,
 ) -> None:
-    """Run the whole pipeline locally for one upstream change: select, run, store, report.
+    """Select and run the tests an upstream change affects.
+
+    Without --head-env/--base-env the tests run once, on the installed torch, with no base
+    to compare with; with both, each side runs in its own torch and every test gets a verdict
+    (NEW, FLAKY, BROKEN_TRUNK, ...).
 
     Exit status: 0 when the run's conclusion is success or neutral, 1 when it is failure,
     2 for bad input.
+
+    \b
+    Examples:
+      relay replay examples/changes/torch-2.13.0..2.14.1.json --spec test_specs/specs/opinfo_core.yaml
+      relay replay torch==2.13.0..torch==2.14.1 --spec test_specs/specs/opinfo_core.yaml
+      relay replay examples/changes/pr-softmax.json \\
+        --head-env 'current+faults=aten::_softmax:offset=0.05' --base-env current
+      relay replay HEAD~3..HEAD --upstream ~/pytorch
     """
     from relay.cli.render import print_culprit, print_outcome
     from relay.envs.environments import validate

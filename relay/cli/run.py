@@ -31,7 +31,7 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail, spec_files_or_fail
+from relay.cli.common import RelayCommand, app, err, fail, spec_files_or_fail
 
 
 def _items(specs: list[Path], upstream: Path | None, strict: bool) -> tuple[list[str], list[str]]:
@@ -62,7 +62,7 @@ def _existing_parent(path: Path) -> Path:
     return parent
 
 
-@app.command("run")
+@app.command("run", cls=RelayCommand)
 def run_specs(
     spec: Annotated[list[Path], typer.Option("--spec", help="Spec file (repeatable).")],
     upstream: Annotated[Path | None, typer.Option(help="PyTorch checkout for path: entries "
@@ -76,7 +76,16 @@ def run_specs(
     timeout: Annotated[int, typer.Option(min=1, help="Seconds per test.")] = 300,
     strict: Annotated[bool, typer.Option(help="Diagnostics are errors.")] = False,
 ) -> None:
-    """Run whole specs without selection; progress, JUnit XML and a summary with counts."""
+    """Run whole specs without selection (run_test.sh).
+
+    Shows a progress bar, writes JUnit XML and a summary with counts by outcome; exit 1 on a
+    failed, crashed or timed-out test.
+
+    \b
+    Examples:
+      relay run --spec test_specs/specs/opinfo_core.yaml --junit results.xml
+      relay run --spec my_config.yaml --upstream ~/pytorch --shards 2
+    """
     from relay.cli.render import BarProgress
     from test_specs.run.runner import default_shards, run_items
     from test_specs.values.results import BAD_OUTCOMES, OUTCOMES

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, err, fail, settings_or_fail, spec_files_or_fail
+from relay.cli.common import RelayCommand, app, err, fail, settings_or_fail, spec_files_or_fail
 
 
 def _select_change(ref: str | None, diff: str | None, files: str | None, changes: str | None,
@@ -47,7 +47,19 @@ def _select_change(ref: str | None, diff: str | None, files: str | None, changes
         fail(str(exc))
 
 
-@app.command()
+_HELP = """Print which tests a change selects, with reasons (no run).
+
+Stages 1-3 only; the table goes to stderr, --json prints the Selection (design §4) on stdout.
+
+\b
+Examples:
+  relay select examples/changes/pr-softmax.json --spec test_specs/specs/opinfo_core.yaml
+  git diff | relay select --diff -
+  relay select --from torch-2.13.0.whl --to torch-2.14.1.whl --json
+"""
+
+
+@app.command(cls=RelayCommand, help=_HELP)
 def select(
     ref: Annotated[str | None, typer.Argument(
         help="A change file — ChangeSet JSON, GitHub PR-files JSON or unified diff, told apart by content (- ="
@@ -75,7 +87,7 @@ def select(
         help="Spec files or directories of them (default: the bundled specs).")] = None,
     backend: Annotated[str, typer.Option(help="Backend profile.")] = "spyre-sim",
 ) -> None:
-    """Stages 1–3 only: print which tests a change selects, with reasons (design §4 with --json)."""
+    """Stages 1–3 only: print which tests a change selects (help: ``_HELP``)."""
     from rich.markup import escape
 
     from relay.cli.render import BarProgress, stage_table

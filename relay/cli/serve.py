@@ -6,15 +6,23 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, fail, settings_or_fail
+from relay.cli.common import RelayCommand, app, fail, settings_or_fail
 
 
-@app.command()
+@app.command(cls=RelayCommand)
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
 ) -> None:
-    """Serve the relay (webhooks, callbacks, dashboard) under uvicorn."""
+    """Serve the relay: webhooks, callbacks and the dashboard.
+
+    Needs RELAY_WEBHOOK_SECRET; state in RELAY_STATE_DIR (default ./.relay).
+
+    \b
+    Examples:
+      RELAY_WEBHOOK_SECRET=s3cr3t-value relay serve
+      relay serve --host 0.0.0.0 --port 8080
+    """
     import logging
 
     import uvicorn

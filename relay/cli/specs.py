@@ -8,16 +8,24 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import err, fail, settings_or_fail, spec_files_or_fail, specs_app
+from relay.cli.common import RelayCommand, err, fail, settings_or_fail, spec_files_or_fail, specs_app
 
 
-@specs_app.command("check")
+@specs_app.command("check", cls=RelayCommand)
 def specs_check(
     paths: Annotated[list[Path] | None, typer.Argument(help="Spec files or directories.")] = None,
     strict: Annotated[bool, typer.Option(help="Also require a reason (key or comment) on skip/xfail.")] = False,
 ) -> None:
-    """Validate specs; print every error as file:line:col: message; exit 1 on any.  Warnings
-    (file:line:col: warning: ..., e.g. dtypes the Spyre device refuses) never change the exit."""
+    """Check specs: every error as file:line:col: message.
+
+    Exit 1 on any error.  Warnings (file:line:col: warning: ..., e.g. dtypes the Spyre
+    device refuses) never change the exit.
+
+    \b
+    Examples:
+      relay specs check test_specs/specs
+      relay specs check --strict my_config.yaml
+    """
     from relay.pipeline.specs import default_specs
     from test_specs.authoring.check import check_specs
     from test_specs.authoring.device_dtypes import dtype_warnings
@@ -35,7 +43,7 @@ def specs_check(
     err.print(f"{len(targets)} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
 
 
-@specs_app.command("apply")
+@specs_app.command("apply", cls=RelayCommand)
 def specs_apply(
     proposal: Annotated[str, typer.Argument(
         help="A run's spec-proposal.patch (.relay/runs/<id>/), or a stored run's id.")],
@@ -43,8 +51,16 @@ def specs_apply(
         "--root", exists=True, file_okay=False,
         help="Apply from this directory (default: the proposal's root: line).")] = None,
 ) -> None:
-    """Apply stage 4's spec write-back with git apply, then check the patched specs; exit 1 if
-    it does not apply (nothing changed) or a patched spec has errors."""
+    """Apply a run's proposed spec edit; check the patched specs.
+
+    Applies stage 4's spec write-back with git apply from the root it names; exit 1 if it
+    does not apply (nothing changed) or a patched spec has errors.
+
+    \b
+    Examples:
+      relay specs apply .relay/runs/RUN_ID/spec-proposal.patch
+      relay specs apply RUN_ID --root ~/torch-spyre
+    """
     from relay.errors import InputError
     from relay.pipeline.writeback import apply_proposal
     from test_specs.authoring.check import check_specs

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.common import app, fail, settings_or_fail
+from relay.cli.common import RelayCommand, app, fail, settings_or_fail
 
 
-@app.command()
+@app.command(cls=RelayCommand)
 def worker(
     concurrency: Annotated[int | None, typer.Option(
         "--concurrency", "-c", min=1, help="Pool processes (default: CPU count, at least 2).")] = None,
@@ -18,8 +18,15 @@ def worker(
         "--hostname", "-n", help="Worker node name (default: celery@<host>).")] = None,
     pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo.")] = "prefork",
 ) -> None:
-    """A Celery worker running deliveries and test shards (needs RELAY_BROKER_URL and, across
-    machines, a shared RELAY_DATABASE_URL such as PostgreSQL)."""
+    """Run a Celery worker for deliveries and test shards.
+
+    Needs RELAY_BROKER_URL and, across machines, a shared RELAY_DATABASE_URL such as
+    PostgreSQL.
+
+    \b
+    Examples:
+      RELAY_BROKER_URL=redis://127.0.0.1:6379/0 relay worker --concurrency 2
+    """
     from relay.errors import ConfigError
 
     try:

@@ -1,11 +1,11 @@
 """``RunResult``: one executed test as a run keeps it — the runner's ``TestResult`` plus its
 failure output, both bounded in size.
 
-``message`` is what the runner reports today (``test_specs.values.results.TestResult.message``: the
-first line of the failure, the crash or the skip reason).  ``detail`` is the failure output —
-the captured message and the traceback's tail — of a test that did not pass.  The runner does not
-report it yet (``TestResult`` has no such field); the moment it does, ``RunResult.of`` carries it
-over, and the store, ``GET /api/v1/runs/{id}`` and the run page show it without another change.
+``message`` is the runner's one-line summary (``test_specs.values.results.TestResult.message``:
+the first line of the failure, the crash or the skip reason).  ``detail`` is the failure output —
+pytest's report of the crash and the traceback (``test_specs.reports.records.failure_output``) —
+of a test that did not pass; ``RunResult.of`` carries it over, and the store,
+``GET /api/v1/runs/{id}`` and the run page show it.
 
 Bounds: ``message`` at most ``MESSAGE_MAX_CHARS`` characters (the head is kept: it is one line),
 ``detail`` at most ``DETAIL_MAX_CHARS`` (the tail is kept: the innermost frames and the
@@ -62,7 +62,7 @@ class RunResult(TestResult):
     @classmethod
     def of(cls, result: TestResult) -> RunResult:
         """``result`` as a ``RunResult`` (itself when it is one); every field the runner's result
-        carries is kept — a ``detail`` too, once ``TestResult`` has it."""
+        carries is kept, ``detail`` included."""
         if isinstance(result, RunResult):
             return result
         return cls.model_validate(result.model_dump())

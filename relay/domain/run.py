@@ -37,7 +37,8 @@ class Run(BaseModel):
     ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a
     push to main, the PR's base ref), ``None`` when unknown (a replay of a file).
     ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
-    (``relay.envs.environments.describe``); empty for a run in the current interpreter only.
+    (``relay.envs.environments.describe``); a run without ``--head-env``/``--base-env`` has only
+    ``head``: the ``current`` interpreter's torch it ran on, and no base.
     ``verdict_counts`` holds the verdicts per class (every class in ``relay.domain.verdicts.VERDICTS``
     present) when the run has verdicts, filled from ``verdicts`` unless given (a listing loads
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from relay.envs.download import Progress, run_pip_download
 from relay.errors import EnvironmentError_
 
 FAULTS_MARK = "+faults="
@@ -180,9 +181,11 @@ class VenvProvider:
             raise EnvironmentError_(f"building environment {spec.base!r} failed: " + " | ".join(tail))
 
 
-def fetch_wheel(requirement: str, dest: Path, *, python: Path | None = None) -> Path:
+def fetch_wheel(requirement: str, dest: Path, *, python: Path | None = None,
+                progress: Progress | None = None) -> Path:
     """The torch wheel for ``requirement`` (``torch==X``, a wheel URL, or a local wheel path),
-    downloaded with ``pip download --no-deps`` into ``dest`` unless already there.
+    downloaded with ``pip download --no-deps`` into ``dest`` unless already there; with
+    ``progress``, the download reports its bytes as it goes (``relay.envs.download``).
 
     Raises ``EnvironmentError_`` when the wheel cannot be had.
     """
@@ -196,8 +199,15 @@ def fetch_wheel(requirement: str, dest: Path, *, python: Path | None = None) -> 
     if marker.exists() and (dest / marker.read_text().strip()).exists():
         return dest / marker.read_text().strip()
     before = set(dest.glob("torch-*.whl")) if dest.exists() else set()
-    VenvProvider._run([str(python or sys.executable), "-m", "pip", "download", "-q", "--no-deps",
-                       "-d", str(dest), requirement], EnvSpec(requirement))
+    cmd = [str(python or sys.executable), "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "-d", str(dest), requirement]
+    if progress is None:
+        VenvProvider._run([*cmd, "-q"], EnvSpec(requirement))
+    else:
+        code, output = run_pip_download(cmd, progress)
+        if code != 0:
+            tail = output.strip().splitlines()[-5:]
+            raise EnvironmentError_(f"building environment {requirement!r} failed: " + " | ".join(tail))
     wheels = sorted(set(dest.glob("torch-*.whl")) - before) or sorted(dest.glob("torch-*.whl"))
     if not wheels:
         raise EnvironmentError_(f"{requirement}: pip download produced no torch wheel")

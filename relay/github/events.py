@@ -34,6 +34,8 @@ __all__ = [
     "Ref",
     "PullRequest",
     "PullRequestEvent",
+    "HeadCommit",
+    "commit_title",
     "PushCommit",
     "PushEvent",
     "CheckRun",
@@ -114,6 +116,13 @@ class PushCommit(BaseModel):
     modified: list[str] = Field(default_factory=list)
 
 
+class HeadCommit(BaseModel):
+    """``head_commit`` of a push: the commit ``after`` names (``null`` on a branch deletion)."""
+
+    model_config = _IGNORE
+    message: LenientText = ""
+
+
 class PushEvent(BaseModel):
     """The ``push`` webhook payload (the parts we read); ``commits`` holds at most 2,048 entries;
     ``forced``: ``before`` is not an ancestor of ``after`` (read as truthy, like CRCR)."""
@@ -123,6 +132,7 @@ class PushEvent(BaseModel):
     before: str
     after: str
     commits: list[PushCommit] = Field(default_factory=list)
+    head_commit: HeadCommit | None = None
     repository: Repository
     deleted: bool = False
     forced: Annotated[bool, BeforeValidator(bool)] = False
@@ -214,12 +224,20 @@ def parse_delivery(delivery: Delivery) -> ParsedDelivery:
     return ParsedDelivery.model_construct(**fields, typed=typed)  # both validated already
 
 
+def commit_title(message: str) -> str:
+    """A commit's title: the first non-blank line of its message, stripped ('' for none; git's
+    ``%s``)."""
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")
+
+
 def push_changeset(event: PushEvent) -> ChangeSet:
     """A ``ChangeSet`` for ``before..after`` built from the commits' path lists.
 
     A path's final status is taken from the last commit touching it, except that a path added
     earlier in the same push stays ``added`` when later modified, and a path added then removed
-    is dropped.  No ``patch`` text: push payloads carry none.
+    is dropped.  No ``patch`` text: push payloads carry none.  The title is the first line of
+    ``head_commit.message`` (what the grid shows for the commit while the delivery is in flight
+    too: one title per commit), ``push to <ref>`` only when the payload has no message.
     """
     status: dict[str, str] = {}
     for commit in event.commits:
@@ -237,6 +255,6 @@ def push_changeset(event: PushEvent) -> ChangeSet:
         upstream=event.repository.full_name,
         base=event.before,
         head=event.after,
-        title=f"push to {event.ref}",
+        title=commit_title(event.head_commit.message if event.head_commit else "") or f"push to {event.ref}",
         files=files,
     )

@@ -179,7 +179,10 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
     state = _refine(plan, head, config, ports, envs[0] if envs else None)
     final = list(state.results)
     proposal, proposal_text, writeback_note = _write_back(plan, final, config)
-    extra: dict[str, Any] = {"conclusion": Run.conclude(final)}
+    # a run without environments ran in this interpreter: it records that torch as its head's,
+    # so no page or report names the change's head label as the torch the tests ran on
+    extra: dict[str, Any] = {"conclusion": Run.conclude(final),
+                             "environments": {"head": describe(prepare("current", config.state_dir))}}
     if envs is not None:
         extra = _regression(plan, final, base, config, ports, envs)
     request = plan.request

@@ -22,7 +22,7 @@ from relay.service.deps import get_state
 from relay.service.queries.common import CONCLUSION_CHAR, LEVELS, VERDICT_ORDER, is_sha
 from relay.service.queries.tests import fmt_ms
 
-__all__ = ["render", "env", "REFRESH_S"]
+__all__ = ["render", "env", "REFRESH_S", "cut_words", "plural"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 #: seconds between refreshes of a page showing running work
@@ -56,7 +56,24 @@ def _q(value: Any) -> str:
     return quote(str(value), safe="")
 
 
-env.filters.update(ms=fmt_ms, when=_when, pct=_pct, safe_url=_safe_url, q=_q,
+def cut_words(value: Any, limit: int) -> str:
+    """``value`` cut to at most ``limit`` characters at a word boundary, ``…`` appended when
+    cut (a word longer than ``limit`` is cut inside itself, the only way to stay in bounds)."""
+    text = " ".join(str(value or "").split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head).rstrip(" ,;:") + " …"
+
+
+def plural(count: Any, word: str, many: str | None = None) -> str:
+    """``1 job`` / ``2 jobs`` (``many``: an irregular plural, ``1 delivery`` / ``2 deliveries``)."""
+    n = int(count or 0)
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+env.filters.update(ms=fmt_ms, plural=plural, when=_when, pct=_pct, safe_url=_safe_url, q=_q, cut_words=cut_words,
                    short=lambda s: str(s)[:12] if is_sha(s) else str(s))
 env.tests["sha"] = is_sha
 env.globals.update(CHAR=CONCLUSION_CHAR, LEVELS=LEVELS, REFRESH_S=REFRESH_S, VERDICTS=VERDICT_ORDER)

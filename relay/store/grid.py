@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from relay.store.regression import VerdictRecord
 from relay.store.tables import DeliveryPayloadRecord, DeliveryRecord, RunRecord, TestResultRecord, as_utc
 
-__all__ = ["spec_group", "group_counts", "group_verdicts", "recent_run_rows", "inflight_deliveries",
+__all__ = ["spec_group", "group_counts", "group_verdicts", "first_failures", "recent_run_rows", "inflight_deliveries",
            "search_results", "SEARCH_RUNS"]
 
 #: how many of the newest runs a search looks through
@@ -49,6 +49,24 @@ def group_counts(session: Session, run_ids: Sequence[str]) -> dict[str, dict[str
     out: dict[str, dict[str, dict[str, int]]] = {}
     for run_id, name, outcome, n in rows:
         out.setdefault(run_id, {}).setdefault(name, {})[outcome] = int(n)
+    return out
+
+
+def first_failures(session: Session, run_ids: Sequence[str],
+                   outcomes: Sequence[str]) -> dict[str, dict[str, tuple[str, str]]]:
+    """``{run id: {spec group: (test id, first line of its message)}}``: per run and group, the
+    first (by test id) result whose outcome is in ``outcomes`` — what a grid cell's tooltip
+    names.  One query over ``run_ids``; a message's first line is cut at 300 characters."""
+    if not run_ids:
+        return {}
+    rows = session.execute(select(TestResultRecord.run_id, TestResultRecord.test_id, TestResultRecord.message)
+                           .where(TestResultRecord.run_id.in_(list(run_ids)),
+                                  TestResultRecord.outcome.in_(list(outcomes)))
+                           .order_by(TestResultRecord.run_id, TestResultRecord.test_id))
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for run_id, test_id, message in rows:
+        first = next((line.strip() for line in (message or "").splitlines() if line.strip()), "")
+        out.setdefault(run_id, {}).setdefault(spec_group(test_id), (test_id, first[:300]))
     return out
 
 

@@ -36,7 +36,9 @@ def test_head_only_fault_is_new_and_fault_on_both_is_broken_trunk(tmp_path: Path
     assert run["conclusion"] == "failure"
     assert run["environments"]["head"]["faults"] == FAULT
     assert run["environments"]["head"]["torch_version"].startswith("2.13.0")
-    assert f"head: current+faults={FAULT} (torch 2.13.0" in head_only.stderr
+    assert "head ran on torch 2.13.0" in head_only.stderr
+    assert f"(current+faults={FAULT} — the installed torch" in head_only.stderr
+    assert "base ran on torch 2.13.0" in head_only.stderr and "no base run" not in head_only.stderr
     assert f"NEW {softmax}" in head_only.stderr
 
     both = relay("replay", str(change), "--spec", str(spec), "--json",

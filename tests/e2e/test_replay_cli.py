@@ -60,6 +60,12 @@ def test_replay_selects_runs_stores_and_reports(tmp_path: Path) -> None:
                         "mini::TestCommon::test_compare_cpu[index_put-float16]"}
     assert ids["mini::TestCommon::test_compare_cpu[nn.functional.gelu-float16]"]["outcome"] == "passed"
     assert ids["mini::TestCommon::test_compare_cpu[index_put-float16]"]["outcome"] == "xfailed"
+    # no environments: the tests ran on the installed torch, and the output and the run say so
+    from importlib.metadata import version
+
+    assert run["environments"]["head"]["name"] == "current" and "base" not in run["environments"]
+    assert f"head ran on torch {version('torch')} (current — the installed torch" in proc.stderr
+    assert "no base run: bbbb is only the change's label; add --head-env ENV --base-env ENV" in proc.stderr
     assert run["counts"]["passed"] == 1 and run["counts"]["xfailed"] == 1
     assert run["conclusion"] == "success"
     # the run's own marks split it into selection and execution (detection time), stored as such

@@ -13,7 +13,6 @@ import itertools
 import json
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +20,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from relay.github.signing import sign
+from relay.github.hookshot import delivery_headers
 from tests.fakes.github_crcr import CrcrRoutes
 from tests.fakes.github_hooks import FakeHook, HookDeliveries
 
@@ -325,11 +324,11 @@ class WebhookSender:
         """POST one delivery; ``body`` overrides the JSON encoding of ``payload``;
         ``signature`` overrides the computed one; ``sign_it=False`` sends no signature."""
         data = body if body is not None else json.dumps(payload).encode()
-        hdrs = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake",
-                "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
-                "X-GitHub-Hook-ID": "424242"}
-        if sign_it:
-            hdrs["X-Hub-Signature-256"] = signature or sign(data, self.secret)
+        hdrs = delivery_headers(event, data, self.secret, delivery_id=delivery_id)
+        if not sign_it:
+            del hdrs["X-Hub-Signature-256"]
+        elif signature:
+            hdrs["X-Hub-Signature-256"] = signature
         hdrs.update(headers or {})
         return self.client.post(self.url, content=data, headers=hdrs)
 

@@ -17,7 +17,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from relay.github.signing import sign
+from relay.github.hookshot import delivery_headers
 
 __all__ = ["FakeHook", "HookDeliveries"]
 
@@ -59,9 +59,7 @@ class HookDeliveries:
 
     def _attempt(self, hook: FakeHook, event: str, body: bytes, guid: str, *, redelivery: bool,
                  at: datetime | None = None) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/fake",
-                   "X-GitHub-Event": event, "X-GitHub-Delivery": guid,
-                   "X-GitHub-Hook-ID": str(hook.id), "X-Hub-Signature-256": sign(body, hook.secret)}
+        headers = delivery_headers(event, body, hook.secret, delivery_id=guid, hook_id=str(hook.id))
         with self._lock:
             self._http = self._http or httpx.Client(timeout=10.0)
         started = time.monotonic()

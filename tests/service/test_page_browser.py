@@ -233,3 +233,77 @@ def test_running_work_refreshes_itself_until_done(live_server, settings, tmp_pat
     assert 'data-live="0"' in dom and 'data-refreshed="1"' in dom
     done = dom.split('data-section="done"', 1)[1].split("</table>", 1)[0]
     assert "busy-1" in done and 'data-section="processing"' not in dom
+
+
+def test_run_page_names_the_torch_each_side_ran_on(served, tmp_path) -> None:
+    """A plain replay ran on the installed torch, not on its change's head label: the page says
+    so from the run JSON; a regression run names both sides' torch."""
+    from importlib.metadata import version
+
+    url, runs = served
+    installed = version("torch")
+    plain = httpx.get(f"{url}/api/v1/runs/{runs['b']}").json()
+    assert list(plain["environments"]) == ["head"] and plain["environments"]["head"]["name"] == "current"
+    assert plain["environments"]["head"]["torch_version"] == installed
+    ran_on = load(f"{url}/runs/{runs['b']}", tmp_path, "run-b-torch").split('id="ran-on"', 1)[1].split("</span>", 1)[0]
+    assert f"head ran on torch <b>{installed}</b>" in ran_on and ": the installed torch" in ran_on
+    assert "no base run" in ran_on and "--base-env" in ran_on
+    both = load(f"{url}/runs/{runs['a']}", tmp_path, "run-a-torch").split('id="ran-on"', 1)[1].split("</span>", 1)[0]
+    assert f"head ran on torch <b>{installed}</b> (<code>current+faults=aten::_softmax:offset=0.05</code>" in both
+    assert f"base on torch <b>{installed}</b> (<code>current</code>" in both and "no base run" not in both
+
+
+def test_run_page_puts_failures_first_and_collapses_passing_tests(served, tmp_path) -> None:
+    url, runs = served
+    data = httpx.get(f"{url}/api/v1/runs/{runs['a']}").json()
+    dom = load(f"{url}/runs/{runs['a']}", tmp_path, "run-a-layout", height=1200)
+    assert dom.index('id="failures"') < dom.index('id="outcomes"') < dom.index('id="results"')
+    passing = dom.split('<details id="passing">', 1)[1].split("</details>", 1)[0]  # closed: no "open"
+    passed = data["counts"]["passed"]
+    assert f"<b>{passed}</b> passed test" in passing and passing.count("<tr data-test=") == passed
+    listed = dom.split('id="results-table"', 1)[1].split("</table>", 1)[0]
+    assert "<tr data-test=" in listed and 'class="passed"' not in listed  # the rest, not passing, first
+    failed = [r for r in data["results"] if r["outcome"] == "failed"]
+    assert failed and all(r["detail"] for r in failed)  # README: detail is the failure's report
+    assert "traceback (tail)" in dom.split('id="failures"', 1)[1].split('id="outcomes"', 1)[0]
+    opened = load(f"{url}/runs/{runs['a']}?outcome=passed", tmp_path, "run-a-passed")
+    assert re.search(r'<details id="passing" open(="")?>', opened)
+
+
+def test_spec_group_filter_scopes_the_failures(served, tmp_path) -> None:
+    url, runs = served
+    data = httpx.get(f"{url}/api/v1/runs/{runs['a']}").json()
+    new = {v["id"] for v in data["verdicts"] if v["verdict"] == "NEW"}
+    failing = sorted({r["id"] for r in data["results"] if r["outcome"] in ("failed", "crashed", "timed_out")} | new)
+    assert any(t.startswith("core::") for t in failing)
+    for group in ("core", "extra"):
+        dom = load(f"{url}/runs/{runs['a']}?test={group}%3A%3A", tmp_path, f"run-a-{group}")
+        listed = re.findall(r'class="failure-output" data-test="([^"]+)"', dom)
+        assert sorted(listed) == [t for t in failing if t.startswith(f"{group}::")], group
+        heading = dom.split('id="failures"', 1)[1].split("</h2>", 1)[0]
+        assert len(listed) == len(failing) or f"{len(listed)} of {len(failing)}, filtered" in heading
+
+
+def test_each_shards_raw_output_is_linked_and_served(served, tmp_path) -> None:
+    url, runs = served
+    dom = load(f"{url}/runs/{runs['a']}", tmp_path, "run-a-logs")
+    links = re.findall(r'href="(/runs/[^"]+/logs/[^"]+)"', dom.split('id="log-links"', 1)[1].split("</p>", 1)[0])
+    assert {link.rsplit("/", 1)[1] for link in links} == {"pytest.log", "junit.xml"}
+    assert any("/logs/attempt-1/" in link for link in links) and any("/logs/base/" in link for link in links)
+    log = httpx.get(url + next(link for link in links if link.endswith("attempt-1/pytest.log")))
+    assert log.status_code == 200 and "softmax" in log.text
+    junit = httpx.get(url + next(link for link in links if link.endswith("attempt-1/junit.xml")))
+    assert junit.headers["content-type"].startswith("application/xml") and "<testsuite" in junit.text
+    for bad in ("attempt-1/items.jsonl", "../../relay.db", "..%2F..%2Frelay.db"):
+        assert httpx.get(f"{url}/runs/{runs['a']}/logs/{bad}").status_code == 404, bad
+
+
+def test_a_failed_grid_cell_names_its_first_failure(served, tmp_path) -> None:
+    url, runs = served
+    dom = load(url + "/", tmp_path, "grid-tooltip", height=640)
+    row_a = dom.split(f'<tr data-head="{HEAD_A}">', 1)[1].split("</tr>", 1)[0]
+    core = row_a.split('data-column="spyre-sim/core"', 1)[1].split("</td>", 1)[0]
+    assert "first failure: core::TestCommon::test_compare_cpu[softmax-float16]: " in core
+    assert "device output differs from CPU" in core.split("first failure:", 1)[1]
+    extra = row_a.split('data-column="spyre-sim/extra"', 1)[1].split("</td>", 1)[0]
+    assert "first failure" not in extra

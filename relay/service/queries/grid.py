@@ -17,8 +17,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from relay.domain.outcomes import BAD_OUTCOMES
+from relay.github.events import commit_title
 from relay.service.queries.common import CONCLUSION_CHAR, cell_conclusion, github_links, is_sha, pr_number
-from relay.store.grid import group_counts, group_verdicts, inflight_deliveries, recent_run_rows
+from relay.store.grid import first_failures, group_counts, group_verdicts, inflight_deliveries, recent_run_rows
 from relay.store.progress import progress_for
 from relay.store.tables import DispatchRecord, JobRecord, as_utc
 
@@ -41,8 +43,8 @@ def delivery_head(event: str, payload_text: str) -> dict[str, Any] | None:
             return {"head": pr["head"]["sha"], "title": pr.get("title") or "",
                     "ref": f"refs/pull/{payload['number']}/head"}
         if event == "push":
-            message = (payload.get("head_commit") or {}).get("message") or ""
-            return {"head": payload["after"], "title": message.splitlines()[0] if message else "",
+            message = str((payload.get("head_commit") or {}).get("message") or "")
+            return {"head": payload["after"], "title": commit_title(message) or f"push to {payload.get('ref')}",
                     "ref": payload.get("ref")}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -59,11 +61,22 @@ def _cell(conclusion: str, **extra: Any) -> dict[str, Any]:
     return {"conclusion": conclusion, "char": CONCLUSION_CHAR.get(conclusion, "U"), **extra}
 
 
+def _first_failure(conclusion: str, found: Any) -> str | None:
+    """A failed cell's tooltip line: ``test id: first message line`` of the first of ``found``
+    (``(test id, line)`` or ``None`` items, by test id); ``None`` for a cell that did not fail
+    (a failure judged flaky or known leaves its cell green) or has no failed result."""
+    if conclusion != "failure":
+        return None
+    pairs = sorted(p for p in found if p)
+    return f"{pairs[0][0]}: {pairs[0][1]}" if pairs else None
+
+
 def _add_runs(session: Session, rows: dict[str, dict], columns: dict[str, dict], limit: int,
               upstream: str) -> None:
     records = recent_run_rows(session, limit)
     ids = [r.id for r in records]
     outcomes, verdicts = group_counts(session, ids), group_verdicts(session, ids)
+    firsts = first_failures(session, ids, sorted(BAD_OUTCOMES))
     # a commit's own runs first, newest first, then the side runs made for other runs
     # (baselines, bisection rounds): the first run seen in a cell is the one it shows
     records.sort(key=lambda r: r.trigger in SIDE_TRIGGERS)
@@ -73,13 +86,16 @@ def _add_runs(session: Session, rows: dict[str, dict], columns: dict[str, dict],
         whole = {"flaky": (r.counts or {}).get("flaky", 0)}
         conclusion = "flaky" if r.conclusion == "success" and whole["flaky"] else r.conclusion
         columns.setdefault(r.backend, {"key": r.backend, "backend": r.backend, "group": None, "kind": "run"})
-        row["cells"].setdefault(r.backend, _cell(conclusion, run_id=r.id, tests=r.selected, trigger=r.trigger))
+        first = _first_failure(conclusion, firsts.get(r.id, {}).values())
+        row["cells"].setdefault(r.backend, _cell(conclusion, run_id=r.id, tests=r.selected, trigger=r.trigger,
+                                                 first_failure=first))
         for group, counts in sorted(outcomes.get(r.id, {}).items()):
             key = f"{r.backend}/{group}"
             columns.setdefault(key, {"key": key, "backend": r.backend, "group": group, "kind": "group"})
-            row["cells"].setdefault(key, _cell(cell_conclusion(counts, verdicts.get(r.id, {}).get(group)),
-                                               run_id=r.id, tests=sum(counts.values()), counts=counts,
-                                               trigger=r.trigger))
+            judged = cell_conclusion(counts, verdicts.get(r.id, {}).get(group))
+            row["cells"].setdefault(key, _cell(judged, run_id=r.id, tests=sum(counts.values()), counts=counts,
+                                               trigger=r.trigger,
+                                               first_failure=_first_failure(judged, [firsts.get(r.id, {}).get(group)])))
 
 
 def _add_pending(session: Session, rows: dict[str, dict], backend: str, upstream: str) -> None:

@@ -95,8 +95,9 @@ def _timings(run: Run) -> dict[str, float]:
 def run_view(session: Session, run_id: str, *, test: str | None = None, op: str | None = None,
              verdict: str | None = None, outcome: str | None = None) -> dict[str, Any]:
     """Everything the run page shows (see the module docstring); ``test`` (substring of the id
-    or upstream name), ``op``, ``verdict`` and ``outcome`` filter the listed results and
-    selection rows, never the counts.  Raises ``RunNotFound``."""
+    or upstream name), ``op``, ``verdict`` and ``outcome`` filter the listed failures, results
+    and selection rows (``failures_total``: the failures of the whole run), never the counts.
+    Raises ``RunNotFound``."""
     run = load_run(session, run_id)
     verdict_of = {v.id: v.verdict for v in run.verdicts}
     reasons = {v.id: v.reason for v in run.verdicts}
@@ -104,7 +105,8 @@ def run_view(session: Session, run_id: str, *, test: str | None = None, op: str 
     shown = [r for r in run.results
              if _matches(r, verdict_of.get(r.id), test=test, op=op, want=verdict, outcome=outcome)]
     rank = {k: i for i, k in enumerate(VERDICT_ORDER)}
-    failures = sorted((r for r in run.results if r.outcome in BAD_OUTCOMES or verdict_of.get(r.id) == "NEW"),
+    # the filters (a spec group's ``test=group::`` among them) scope the failure list too
+    failures = sorted((r for r in shown if r.outcome in BAD_OUTCOMES or verdict_of.get(r.id) == "NEW"),
                       key=lambda r: (rank.get(verdict_of.get(r.id, ""), 99), r.id))
     selection = [t for t in run.selection
                  if _matches(t, verdict_of.get(t.id), test=test, op=op, want=verdict,
@@ -118,6 +120,7 @@ def run_view(session: Session, run_id: str, *, test: str | None = None, op: str 
         "verdict_counts": [(k, run.verdict_counts.get(k, 0)) for k in VERDICT_ORDER if run.verdict_counts],
         "drci": drci_summary(run), "groups": _groups(run, verdict_of), "timings": _timings(run),
         "failures": [{"result": r, "verdict": verdict_of.get(r.id), "reason": reasons.get(r.id)} for r in failures],
+        "failures_total": sum(1 for r in run.results if r.outcome in BAD_OUTCOMES or verdict_of.get(r.id) == "NEW"),
         "results": [{"result": r, "verdict": verdict_of.get(r.id)} for r in shown[:RESULTS_SHOWN]],
         "results_matching": len(shown),
         "selection": [{"test": t, "outcome": outcome_of.get(t.id)} for t in selection[:RESULTS_SHOWN]],

@@ -22,13 +22,14 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
 from relay.errors import RunNotFound
 from relay.service.deps import SessionDep, StateDep
 from relay.service.queries import commits, runs, tests
 from relay.service.queries import grid as grid_q
 from relay.service.queries.common import SHA
+from relay.service.queries.run_logs import log_file, run_logs
 from relay.service.routes.dashboard import VERDICT_PATTERN, backend_readiness
 from relay.service.templating import render
 from relay.store.grid import inflight_deliveries
@@ -58,7 +59,7 @@ def index(request: Request, state: StateDep, session: SessionDep,
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str, session: SessionDep,
+def run_page(request: Request, run_id: str, session: SessionDep, state: StateDep,
              test: str | None = Query(None, max_length=500), op: str | None = Query(None, max_length=200),
              verdict: str | None = Query(None, pattern=f"{VERDICT_PATTERN}|^$"),
              outcome: str | None = Query(None, max_length=30)) -> HTMLResponse:
@@ -67,7 +68,17 @@ def run_page(request: Request, run_id: str, session: SessionDep,
                              outcome=outcome or None)
     except RunNotFound:
         return error_page(request, 404, f"run not found: {run_id}")
-    return render(request, "run.html", view=view, json_url=f"/api/v1/runs/{quote(run_id, safe='')}")
+    logs = run_logs(state.settings.state_dir, run_id)
+    return render(request, "run.html", view=view, logs=logs, json_url=f"/api/v1/runs/{quote(run_id, safe='')}")
+
+
+@router.get("/runs/{run_id}/logs/{path:path}")
+def run_log(run_id: str, path: str, state: StateDep) -> Response:
+    """A shard's raw ``pytest.log`` or ``junit.xml`` (``relay.service.queries.run_logs``)."""
+    found = log_file(state.settings.state_dir, run_id, path)
+    if found is None:
+        return PlainTextResponse(f"no pytest.log or junit.xml {path!r} in run {run_id}\n", status_code=404)
+    return FileResponse(found[0], media_type=found[1])
 
 
 @router.get("/runs/{run_id}/spec-proposal.patch", response_class=PlainTextResponse)
