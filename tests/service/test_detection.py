@@ -119,4 +119,4 @@ def test_the_detection_panel_in_a_browser_adds_up_to_the_stages(filled, tmp_path
         assert {k: v * 1000 for k, v in shown.items()} == {k: json_row[k] for k in shown}
     day = re.search(r'<tr data-day="2026-12-05">(.*?)</tr>', panel, re.S).group(1)
     assert "<td class=\"num\">2</td>" in day and "5.000 s / 40.000 s" in day  # queue P50 / P95
-    assert "1 runs have no verdict posted yet" in panel and 'id="l3-queue">30.0 min' in panel  # CRCR L3
+    assert "1 run without a verdict posted yet" in panel and 'id="l3-queue">30.0 min' in panel  # CRCR L3
