@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from relay.domain.baseline import Baseline
 from relay.domain.culprit import Culprit
 from relay.domain.outcomes import Conclusion, conclude, count_outcomes
 from relay.domain.results import RunResult
@@ -41,7 +42,10 @@ class Run(BaseModel):
     ``verdict_counts`` holds the verdicts per class (every class in ``relay.domain.verdicts.VERDICTS``
     present) when the run has verdicts, filled from ``verdicts`` unless given (a listing loads
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
-    results were used.  ``culprit`` is the first bad commit of a push range found by bisection
+    results were used, ``baseline`` what the run was compared with, in words and run ids
+    (``relay.domain.baseline``: the base environment, trunk at the base, the newest trunk, or
+    "this run establishes the trunk baseline" with the tests failing on trunk).
+    ``culprit`` is the first bad commit of a push range found by bisection
     (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
     ``spec_proposal`` is stage 4's spec write-back (``relay.pipeline.writeback``): a unified diff
     against the spec files that ``git apply`` accepts, ``None`` when nothing was proposed.
@@ -71,6 +75,7 @@ class Run(BaseModel):
     verdicts: list[Verdict] = Field(default_factory=list)
     verdict_counts: dict[str, int] = Field(default_factory=dict)
     baseline_run: str | None = None
+    baseline: Baseline | None = None
     culprit: Culprit | None = None
     spec_proposal: str | None = None
 

@@ -120,6 +120,8 @@ class RunRecord(Base):
     counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict)
     #: stage 4's spec write-back, a unified diff (``Run.spec_proposal``)
     spec_proposal: Mapped[str | None] = mapped_column(Text)
+    #: what the run was compared with (``Run.baseline``, ``relay.domain.baseline``; migration 0013)
+    baseline: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"
