@@ -33,8 +33,10 @@ class Run(BaseModel):
     ``RunResult`` per executed item (``relay.domain.results``: a ``TestResult`` given here becomes
     one, with its failure ``detail``); ``counts`` the number of results per outcome (every outcome
     in ``test_specs.values.results.OUTCOMES`` present, zero included): they add up to ``selected``.
-    ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
-    run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
+    ``conclusion`` is ``failure`` if and only if some verdict is NEW for a run with verdicts —
+    every pipeline run since issue 27, compared with its base environment or with trunk
+    (``baseline``) — and, for a side run without verdicts (a computed baseline, a bisection
+    round), when any result failed, crashed or timed out.
     ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a
     push to main, the PR's base ref), ``None`` when unknown (a replay of a file).
     ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
