@@ -10,7 +10,9 @@ files present in the checkout ("fits"), runs the whole config on the simulated d
 the config's rules) and scores each test against what the config declares
 (``test_specs.authoring.fidelity``: ``mandatory_success`` → passes, ``xfail`` → fails).  Prints, per
 config and overall: tests run, agreement (agreeing / scored) and the disagreements clustered by
-direction and signature (the largest first, with an example id).  Configs that do not fit are
+direction and signature (the largest first, with an example id); xfails whose declared reason
+is a compile-environment failure (Inductor, ``dxp_standalone``), which an eager device cannot
+honour, are a class of their own with their count, not scored.  Configs that do not fit are
 listed with the missing path.  The baseline measured in the same run is "every test passes"
 (``baseline``: the agreement a device that never fails would get), so the printed ratio says
 how much the simulation's failures follow Spyre's.  Wall times are measured under whatever
@@ -39,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from test_specs.authoring.fidelity import agreement, clusters  # noqa: E402
+from test_specs.authoring.fidelity import agreement, clusters, compile_environment  # noqa: E402
 from test_specs.format.loader import load_spec  # noqa: E402
 from test_specs.run.runner import run_items  # noqa: E402
 from test_specs.upstream.rules import resolve  # noqa: E402
@@ -84,12 +86,13 @@ def run_config(config: Path, root: Path, *, shards: int, timeout: int, rule_grou
     with tempfile.TemporaryDirectory(prefix="fidelity-") as wd:
         results = run_items([i.id for i in items], [config], workdir=Path(wd), reruns=0, timeout_s=timeout,
                             shards=shards, upstream=root, env=env)
-    a = agreement(results)
+    env_ids = {i.id for i in items if compile_environment(i.mode, i.reason)}
+    a = agreement(results, env_ids)
     base = agreement([r.model_copy(update={"outcome": "xpassed" if r.mode.startswith("xfail") else "passed"})
-                      for r in results if r.outcome != "skipped"])
+                      for r in results if r.outcome != "skipped"], env_ids)
     return {"config": config.name, "rules_from": rule_groups or "all",
             "tests": len(results), "wall_s": round(time.monotonic() - t0, 1),
-            "scored": a.scored, "agree": a.agree, "agreement": round(a.rate, 4),
+            "scored": a.scored, "agree": a.agree, "agreement": round(a.rate, 4), "compile_env": a.compile_env,
             "baseline_all_pass": round(base.rate, 4), "unscored": dict(a.unscored),
             "declared_vs_sim": {f"{d} -> {'pass' if p else 'fail'}": n for (d, p), n in sorted(a.by_mode.items())},
             "problems": problems,
@@ -101,7 +104,8 @@ def _print(rep: dict) -> None:
     print(f"\n== {rep['config']} [{rep.get('group', '?')}; rules from {rep['rules_from']}]: "
           f"{rep['tests']} tests in {rep['wall_s']} s (measured under load); "
           f"agreement {rep['agree']}/{rep['scored']} = {rep['agreement']:.1%} "
-          f"(baseline 'all pass' {rep['baseline_all_pass']:.1%}); unscored {rep['unscored']}")
+          f"(baseline 'all pass' {rep['baseline_all_pass']:.1%}); unscored {rep['unscored']}; "
+          f"compile-environment xfails set apart {rep['compile_env']}")
     print(f"   declared -> sim: {rep['declared_vs_sim']}")
     for c in rep["clusters"][:15]:
         print(f"   {c['count']:5d}  {c['direction']}: {c['signature']}\n          e.g. {c['example']}")
@@ -142,11 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             _print(rep)
     agree, scored = sum(r["agree"] for r in reports), sum(r["scored"] for r in reports)
+    compile_env = sum(r["compile_env"] for r in reports)
     by_group: dict[str, list[int]] = {}
     for r in reports:
         g = by_group.setdefault(r["group"], [0, 0])
         g[0], g[1] = g[0] + r["agree"], g[1] + r["scored"]
-    total = {"configs_run": len(reports), "agree": agree, "scored": scored,
+    total = {"configs_run": len(reports), "agree": agree, "scored": scored, "compile_env": compile_env,
              "agreement": round(agree / scored, 4) if scored else None, "not_fitting": unfit,
              "rules_from": "held-out (other groups)" if args.held_out else (args.rules_from or "all"),
              "by_group": {g: {"agree": a, "scored": n, "agreement": round(a / n, 4) if n else None}
@@ -155,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"total": total, "configs": reports}, indent=1))
     else:
         print(f"\nTOTAL over {len(reports)} configs (rules from {total['rules_from']}): agreement {agree}/{scored}"
-              + (f" = {agree / scored:.1%}" if scored else "") + f"; not fitting: {len(unfit)}")
+              + (f" = {agree / scored:.1%}" if scored else "") + f"; compile-environment xfails set apart "
+              f"(not scored): {compile_env}; not fitting: {len(unfit)}")
         for g, v in total["by_group"].items():
             print(f"   group {g}: {v['agree']}/{v['scored']}" + (f" = {v['agreement']:.1%}" if v["scored"] else ""))
         for name, why in sorted(unfit.items()):

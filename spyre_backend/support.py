@@ -8,7 +8,11 @@ an overload packet (``aten::add`` covers ``add.Tensor``, ``add.out``, ...) or on
 Dtype rule (documented here because every caller relies on it):
 
 * ``SUPPORTED_DTYPES`` = float16 (native), bfloat16, float32 (accepted, computed in fp16 unless
-  ``SPYRE_SIM_PRECISION=exact``; see ``spyre_backend.numerics``).
+  ``SPYRE_SIM_PRECISION=exact``; see ``spyre_backend.numerics``), int64 and bool: the dtypes a
+  test item may use on Spyre.  int64 and bool are there because torch-spyre's own configs list
+  them in ``global.supported_dtypes`` (``test_binary_ufuncs.yaml``, ``test_view_ops_config.yaml``,
+  the ``upstream_tests_beta`` configs); an item in them still runs only ops whose entry lists the
+  dtype (next rules), so an int64 ``exp`` is refused by the op, not by the item's dtype.
 * float64 and every complex dtype are rejected by every op.
 * Integer and bool dtypes (group ``index``: bool, uint8, int8, int16, int32, int64) are accepted
   only by ops whose entry lists them: data movement (copies, views, cat, factories),

@@ -15,32 +15,60 @@ from relay.cli.common import RelayCommand, err, fail, settings_or_fail, spec_fil
 def specs_check(
     paths: Annotated[list[Path] | None, typer.Argument(help="Spec files or directories.")] = None,
     strict: Annotated[bool, typer.Option(help="Also require a reason (key or comment) on skip/xfail.")] = False,
+    results: Annotated[Path | None, typer.Option(
+        "--results", exists=True, dir_okay=False,
+        help="A run's results (relay run --json, relay replay --json, results.jsonl): report stale xfails.")] = None,
 ) -> None:
     """Check specs: every error as file:line:col: message.
 
-    Exit 1 on any error.  Warnings (file:line:col: warning: ..., e.g. dtypes the Spyre
-    device refuses) never change the exit.
+    Exit 1 on any error.  Warnings (file:line:col: warning: ..., each with its edit: dtypes the
+    Spyre device refuses, dead patterns, duplicates, shadowed entries, and with --results the
+    xfail items that passed) never change the exit.
 
     \b
     Examples:
       relay specs check test_specs/specs
       relay specs check --strict my_config.yaml
+      relay specs check test_specs/specs --results .relay/runs/<id>/results.jsonl
     """
     from relay.pipeline.specs import default_specs
     from test_specs.authoring.check import check_specs
     from test_specs.authoring.device_dtypes import dtype_warnings
+    from test_specs.authoring.hygiene import read_results
 
     targets = spec_files_or_fail(paths) if paths else default_specs()
+    outcomes = None
+    if results is not None:
+        try:
+            outcomes = read_results(results)
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            fail(str(exc))
     errors = check_specs(targets, strict=strict)
     for e in errors:
         typer.echo(e.format())
-    warnings = dtype_warnings(targets)
+    warnings = dtype_warnings(targets) + ([] if errors else _hygiene(targets, outcomes))
     for w in warnings:
         typer.echo(w.format())
     if errors:
         err.print(f"{len(errors)} error(s) in {len(targets)} file(s)")
         raise typer.Exit(1)
     err.print(f"{len(targets)} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
+
+
+def _hygiene(targets: list[Path], outcomes: dict[str, str] | None) -> list:
+    """Hygiene warnings of every ``source:`` spec in ``targets`` (``test_specs.authoring.hygiene``)."""
+    from test_specs.authoring.hygiene import hygiene_warnings, stale_xfails
+    from test_specs.format.loader import parse_spec
+
+    out = []
+    for f in targets:
+        spec, errs = parse_spec(f)
+        if spec is None or errs or not any(fe.source is not None for fe in spec.config.files):
+            continue
+        out += hygiene_warnings(spec)
+        if outcomes is not None:
+            out += stale_xfails(spec, outcomes)
+    return sorted(set(out))
 
 
 @specs_app.command("apply", cls=RelayCommand)

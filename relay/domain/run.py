@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from relay.domain.baseline import Baseline
 from relay.domain.culprit import Culprit
 from relay.domain.outcomes import Conclusion, conclude, count_outcomes
 from relay.domain.results import RunResult
@@ -32,8 +33,10 @@ class Run(BaseModel):
     ``RunResult`` per executed item (``relay.domain.results``: a ``TestResult`` given here becomes
     one, with its failure ``detail``); ``counts`` the number of results per outcome (every outcome
     in ``test_specs.values.results.OUTCOMES`` present, zero included): they add up to ``selected``.
-    ``conclusion`` is ``failure`` when any result failed, crashed or timed out — or, for a
-    run with a baseline (``verdicts`` filled), if and only if some verdict is NEW.
+    ``conclusion`` is ``failure`` if and only if some verdict is NEW for a run with verdicts —
+    every pipeline run since issue 27, compared with its base environment or with trunk
+    (``baseline``) — and, for a side run without verdicts (a computed baseline, a bisection
+    round), when any result failed, crashed or timed out.
     ``ref`` is the upstream branch the change landed on or targets (``refs/heads/main`` for a
     push to main, the PR's base ref), ``None`` when unknown (a replay of a file).
     ``environments`` records, per role (``head``, ``base``), the torch the tests ran against
@@ -42,7 +45,10 @@ class Run(BaseModel):
     ``verdict_counts`` holds the verdicts per class (every class in ``relay.domain.verdicts.VERDICTS``
     present) when the run has verdicts, filled from ``verdicts`` unless given (a listing loads
     the counts without the verdicts themselves); ``baseline_run`` is the stored run whose base
-    results were used.  ``culprit`` is the first bad commit of a push range found by bisection
+    results were used, ``baseline`` what the run was compared with, in words and run ids
+    (``relay.domain.baseline``: the base environment, trunk at the base, the newest trunk, or
+    "this run establishes the trunk baseline" with the tests failing on trunk).
+    ``culprit`` is the first bad commit of a push range found by bisection
     (``relay.pipeline.bisection``) for the run's NEW failures, ``None`` when none was looked for.
     ``selected_at`` is when selection ended and execution began (``started_at`` ≤ it ≤
     ``finished_at``; ``None`` for side runs and runs stored before it was kept): the split of a
@@ -79,6 +85,7 @@ class Run(BaseModel):
     verdicts: list[Verdict] = Field(default_factory=list)
     verdict_counts: dict[str, int] = Field(default_factory=dict)
     baseline_run: str | None = None
+    baseline: Baseline | None = None
     culprit: Culprit | None = None
     spec_proposal: str | None = None
     reruns_skipped: int = 0

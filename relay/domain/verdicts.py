@@ -49,7 +49,8 @@ class Verdict(BaseModel):
 
     ``flaky_by``: for FLAKY, the rule that made it so (``relay.domain.flakiness.FlakyBy``);
     ``evidence``: the run ids that show it, oldest first, also named in ``reason`` (the run
-    itself for a rerun, the quarantine's flaky runs, the trunk runs that flipped)."""
+    itself for a rerun, the quarantine's flaky runs, the trunk runs that flipped; for
+    BROKEN_TRUNK and FIXED against a trunk baseline, the trunk run the base result came from)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -84,14 +85,20 @@ def _quarantine_reason(note: QuarantineNote) -> str:
 
 def classify(head: TestResult, base: TestResult | None, trunk: Sequence[TrunkResult] = (),
              *, flip_threshold: int = FLIP_THRESHOLD, quarantined: QuarantineNote | None = None,
-             run_id: str | None = None) -> Verdict:
+             run_id: str | None = None, base_from: tuple[str, str] | None = None,
+             unseen: str | None = None, same_way: bool = False) -> Verdict:
     """The verdict of one test from its head result, base result and flakiness evidence.
 
     ``trunk``: the test's outcomes in trunk runs, oldest first (``relay.store.regression.
     trunk_history``: main ref, same backend and environment, no injected regression);
     ``flip_threshold`` flips of the same failure on one commit and build make a failure FLAKY;
     ``quarantined``: the test's quarantine record — a failure is then FLAKY naming the issue and
-    its runs, never NEW; ``run_id``: this run, named as the evidence of a rerun pass.
+    its runs, never NEW; ``run_id``: this run, named as the evidence of a rerun pass;
+    ``base_from``: the trunk run the base result comes from, ``(run id, head commit)``, named in
+    BROKEN_TRUNK (its evidence) and FIXED reasons; ``unseen``: the NEW reason for a failure without a base
+    result (default: a new test); ``same_way``: BROKEN_TRUNK only when the base failed with the
+    same failure (``same_failure``, Dr. CI's rule for a trunk baseline) — a different failure
+    is NEW.
     """
     b = base.outcome if base is not None else None
 
@@ -100,12 +107,13 @@ def classify(head: TestResult, base: TestResult | None, trunk: Sequence[TrunkRes
                        flaky_by=by, evidence=list(evidence))
 
     h = head.outcome
+    where = f" in trunk run {base_from[0]} at {base_from[1][:12]}" if base_from else " on base"
     if h in INFRA_OUTCOMES:
         first = head.message.splitlines()[0][:200] if head.message else "no message"
         return v("INFRA", f"runner {h.replace('_', ' ')}: {first}")
     if h == "flaky":
-        where = f"run {run_id}" if run_id else "this run"
-        return v("FLAKY", f"failed, then passed on a rerun in {where} ({head.attempts} attempts)",
+        rerun_in = f"run {run_id}" if run_id else "this run"
+        return v("FLAKY", f"failed, then passed on a rerun in {rerun_in} ({head.attempts} attempts)",
                  "rerun", [run_id] if run_id else [])
     if h == "xpassed":
         return v("KNOWN", "unexpected pass of an xfail test: the spec can be tightened")
@@ -114,31 +122,38 @@ def classify(head: TestResult, base: TestResult | None, trunk: Sequence[TrunkRes
     if h == "failed":
         if quarantined is not None:
             return v("FLAKY", _quarantine_reason(quarantined), "quarantine", quarantined.runs)
-        if b in BAD_OUTCOMES:
-            return v("BROKEN_TRUNK", f"fails on base too ({b})")
+        if b in BAD_OUTCOMES and (not same_way or same_failure(head.message, base.message if base else None)):
+            return v("BROKEN_TRUNK", f"fails{where} too ({b})" + (" the same way" if same_way else ""),
+                     evidence=[base_from[0]] if base_from else ())
         found = _trunk_evidence(head, trunk, flip_threshold)
         if found is not None:
             return v("FLAKY", found[0], "trunk_flips", found[1])
         if b is None:
-            return v("NEW", "fails on head; not run on base (new test)")
-        return v("NEW", f"fails on head, {b} on base")
+            return v("NEW", unseen or "fails on head; not run on base (new test)")
+        if b in BAD_OUTCOMES:
+            return v("NEW", f"fails differently{where}: {first_line(head.message)[:120]!r} here, "
+                            f"{first_line(base.message if base else None)[:120]!r} there")
+        return v("NEW", f"fails on head, {b}{where}")
     if b in BAD_OUTCOMES:
-        return v("FIXED", f"{b} on base, passes on head")
+        return v("FIXED", f"{b}{where}, passes on head", evidence=[base_from[0]] if base_from else ())
     return v("OK", "passes")
 
 
 def classify_all(head: Sequence[TestResult], base: Sequence[TestResult] | None,
                  trunk: Mapping[str, Sequence[TrunkResult]] | None = None,
                  quarantined: Mapping[str, QuarantineNote] | None = None, *,
-                 run_id: str | None = None) -> list[Verdict]:
+                 run_id: str | None = None, base_from: Mapping[str, tuple[str, str]] | None = None,
+                 unseen: str | None = None, same_way: bool = False) -> list[Verdict]:
     """Verdicts for every head result (same order); ``base`` None means no baseline; ``trunk``:
     ``{test id: trunk results}``; ``quarantined``: ``{test id: its quarantine record}``
-    (``relay.store.quarantine.quarantined_tests``)."""
+    (``relay.store.quarantine.quarantined_tests``); ``base_from``: ``{test id: (run id, commit)
+    of the trunk run its base result comes from}``; ``unseen``, ``same_way``: as in ``classify``."""
     by_id = {r.id: r for r in base or ()}
     trunk = trunk or {}
     quarantined = quarantined or {}
+    base_from = base_from or {}
     return [classify(r, by_id.get(r.id), trunk.get(r.id, ()), quarantined=quarantined.get(r.id),
-                     run_id=run_id)
+                     run_id=run_id, base_from=base_from.get(r.id), unseen=unseen, same_way=same_way)
             for r in head]
 
 

@@ -105,11 +105,15 @@ class Provider(Protocol):
     def build(self, spec: EnvSpec, state_dir: Path) -> Environment: ...
 
 
+#: the environment name of the relay's own interpreter and its installed torch
+CURRENT = "current"
+
+
 class CurrentProvider:
     """``current``: this interpreter and its torch."""
 
     def accepts(self, spec: EnvSpec) -> bool:
-        return spec.base == "current"
+        return spec.base == CURRENT
 
     def build(self, spec: EnvSpec, state_dir: Path) -> Environment:
         import importlib.util

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from relay.domain.baseline import TrunkFound
 from relay.domain.flakiness import QuarantineNote, TrunkResult
 from relay.domain.run import Run
 from relay.envs.environments import Environment
@@ -46,7 +47,10 @@ class ExecutorFactory(Protocol):
 
 
 class RunStore(Protocol):
-    """The stored history a run reads, and where its side runs go (``relay.store.run_store``)."""
+    """The stored history a run reads, and where its side runs go (``relay.store.run_store``).
+    ``main_ref``: the upstream ref whose runs are trunk (``RELAY_QUARANTINE_MAIN_REF``)."""
+
+    main_ref: str
 
     def durations(self) -> dict[str, float]:
         """Median measured seconds per test id (the budget cut); ``{}`` when none."""
@@ -61,6 +65,12 @@ class RunStore(Protocol):
         request's) on ``backend`` in the head environment ``env_name`` of a run of commit
         ``head``, without an injected regression (``relay.domain.flakiness``: the FLAKY-by-flips
         evidence).  Called once per regression run, with the ids of its failed tests."""
+
+    def trunk(self, modes: Mapping[str, str], *, backend: str, base: str | None) -> TrunkFound:
+        """The trunk baseline of a run without environments (``relay.store.trunk_baseline``):
+        for the tests of ``modes`` (test id → mode), their results in trunk runs of ``backend``
+        that ran the same item, runs of commit ``base`` first, then the newest.  Called once
+        per run without environments, at planning time."""
 
     def quarantined(self) -> dict[str, QuarantineNote]:
         """``{test id: its DISABLED issue and flaky runs}`` for quarantined tests."""

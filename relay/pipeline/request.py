@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay.domain.baseline import Baseline
 from relay.domain.run import Run, Trigger
 from relay.pipeline.modes import run_modes
 from selection.models import ChangeSet, Selection
@@ -80,7 +81,9 @@ class RunPlan(BaseModel):
     ``to_run``: the selected ids to execute (selection order); ``base_found``: base results
     reused from stored runs ``reused_from``; ``base_missing``: base results still to compute
     (executed in ``base_env`` next to the head's tests).  ``notes`` and ``stats`` carry stages
-    1–3 into the stored run.
+    1–3 into the stored run.  A run without environments has its trunk baseline here instead
+    (``relay.pipeline.baseline.trunk_baseline``): ``base_found`` from trunk runs, ``base_source``
+    test id → the trunk run it came from, ``baseline`` which kind.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -96,6 +99,8 @@ class RunPlan(BaseModel):
     base_found: dict[str, TestResult] = Field(default_factory=dict)
     reused_from: list[str] = Field(default_factory=list)
     base_missing: list[str] = Field(default_factory=list)
+    baseline: Baseline | None = None
+    base_source: dict[str, str] = Field(default_factory=dict)
 
     @property
     def regression(self) -> bool:

@@ -22,12 +22,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from relay.domain.baseline import Baseline, summary
 from relay.domain.run import Run
 from relay.domain.verdicts import conclusion
-from relay.envs.environments import Environment, describe, prepare
+from relay.envs.environments import CURRENT, Environment, describe, prepare
 from relay.errors import BisectionError
 from relay.logs import delivery_log
-from relay.pipeline.baseline import baseline_run, reuse, verdicts_for
+from relay.pipeline.baseline import baseline_run, reuse, trunk_baseline, trunk_verdicts, verdicts_for
 from relay.pipeline.bisection import find_culprit
 from relay.pipeline.indexing import build_selector
 from relay.pipeline.ports import Ports
@@ -80,14 +81,23 @@ def plan_run(request: RunRequest, config: RunConfig, ports: Ports) -> RunPlan:
     to_run = [t.id for t in selection.to_run]
     found: dict[str, TestResult] = {}
     used: list[str] = []
+    source: dict[str, str] = {}
     if request.head_env is not None:
         progress.phase(f"preparing environments {request.head_env} / {request.base_env or 'current'}")
         _head, base = _environments(request, config) or (None, None)
         found, used = reuse(ports.store, to_run, ref=request.changeset.base,
                             env_name=base.name, backend=config.backend)
+        baseline = Baseline(kind="base_env")
+    else:
+        progress.phase("reading the trunk baseline")
+        run_modes = {t.id: t.mode for t in selection.selected if t.id in set(to_run)}
+        trunk, baseline = trunk_baseline(ports.store, run_modes, backend=config.backend,
+                                         base=request.changeset.base, ref=request.ref,
+                                         trigger=request.trigger)
+        found, source, used = trunk.results, trunk.source, [r for r, _h in trunk.runs]
     return RunPlan(run_id=uuid.uuid4().hex[:16], started_at=started, request=request,
                    selection=selection, selected_at=datetime.now(UTC), notes=list(state.notes), to_run=to_run,
-                   base_found=found, reused_from=used,
+                   base_found=found, reused_from=used, baseline=baseline, base_source=source,
                    base_missing=[i for i in to_run if i not in found] if request.head_env else [])
 
 
@@ -133,9 +143,21 @@ def _regression(plan: RunPlan, final: list[TestResult], base: list[TestResult], 
     verdicts = verdicts_for(final, base_results, ports.store, run_id=plan.run_id,
                             backend=config.backend, env_name=head_env.name,
                             head_sha=plan.request.changeset.head)
+    baseline = Baseline(kind="base_env", runs=([computed.id] if computed else []) + plan.reused_from,
+                        compared=len(base_results))
     return {"conclusion": conclusion(verdicts), "verdicts": verdicts,
             "environments": {"head": describe(head_env), "base": describe(base_env)},
-            "baseline_run": computed.id if computed is not None else (plan.reused_from or [None])[0]}
+            "baseline_run": computed.id if computed is not None else (plan.reused_from or [None])[0],
+            "baseline": baseline.model_copy(update={"summary": summary(baseline, base=plan.request.changeset.base)})}
+
+
+def _trunk(plan: RunPlan, final: list[TestResult], ports: Ports) -> dict[str, Any]:
+    """Verdicts of a run without environments against its trunk baseline (``plan.baseline``)."""
+    verdicts, baseline = trunk_verdicts(final, plan.base_found, plan.base_source,
+                                        plan.baseline or Baseline(kind="none"), ports.store,
+                                        run_id=plan.run_id, base=plan.request.changeset.base)
+    return {"conclusion": conclusion(verdicts), "verdicts": verdicts, "baseline": baseline,
+            "baseline_run": (plan.reused_from or [None])[0]}
 
 
 def _culprit(run: Run, plan: RunPlan, config: RunConfig, ports: Ports, notes: list[str]) -> Run:
@@ -179,12 +201,13 @@ def finish_run(plan: RunPlan, head: list[TestResult], base: list[TestResult], co
     state = _refine(plan, head, config, ports, envs[0] if envs else None)
     final = list(state.results)
     proposal, proposal_text, writeback_note = _write_back(plan, final, config)
-    # a run without environments ran in this interpreter: it records that torch as its head's,
-    # so no page or report names the change's head label as the torch the tests ran on
-    extra: dict[str, Any] = {"conclusion": Run.conclude(final),
-                             "environments": {"head": describe(prepare("current", config.state_dir))}}
     if envs is not None:
         extra = _regression(plan, final, base, config, ports, envs)
+    else:
+        # a run without environments ran in this interpreter: it records that torch as its head's,
+        # so no page or report names the change's head label as the torch the tests ran on
+        extra = _trunk(plan, final, ports) | {
+            "environments": {"head": describe(prepare(CURRENT, config.state_dir))}}
     request = plan.request
     run = Run(id=plan.run_id, backend=config.backend, upstream=request.changeset.upstream,
               base=request.changeset.base, head=request.changeset.head,

@@ -21,10 +21,11 @@ from pathlib import Path
 from relay.changes.git import git_run
 from relay.errors import InputError
 from selection.stages.refine import unsupported_op_of
+from test_specs.authoring.tighten import TightenPatch, tighten_patch
 from test_specs.authoring.writeback import Proposal, SpecPatch, spec_patch
 from test_specs.values.results import TestResult
 
-__all__ = ["PATCH_NAME", "proposals_of", "write_proposal", "patch_root", "apply_proposal", "ROOT_LINE"]
+__all__ = ["PATCH_NAME", "proposals_of", "stale_of", "write_proposal", "patch_root", "apply_proposal", "ROOT_LINE"]
 
 #: the proposal's file name in the run directory
 PATCH_NAME = "spec-proposal.patch"
@@ -67,31 +68,54 @@ def patch_root(spec: Path) -> Path:
 
 def write_proposal(results: Sequence[TestResult], spec_paths: Sequence[Path], *, run_id: str,
                    workdir: Path) -> tuple[Path | None, str | None]:
-    """Write ``workdir/spec-proposal.patch`` for the run's unsupported-op failures; returns its
-    path and text, ``(None, None)`` when nothing is proposed."""
+    """Write ``workdir/spec-proposal.patch`` for the run's unsupported-op failures (new
+    ``force_xfail`` edits) and its stale xfails (``xpassed`` items moved to ``mandatory_success``,
+    ``test_specs.authoring.tighten``; for a spec with both, only the first, the tightening
+    listed as not proposed); returns its path and text, ``(None, None)`` when nothing is
+    proposed."""
     by_suite = proposals_of(results, run_id=run_id)
-    if not by_suite:
+    stale = stale_of(results)
+    if not by_suite and not stale:
         return None, None
     specs = {Path(p).stem: Path(p) for p in spec_paths}
-    roots = {suite: patch_root(specs[suite]) for suite in by_suite if suite in specs}
+    roots = {suite: patch_root(specs[suite]) for suite in {*by_suite, *stale} if suite in specs}
     root = next(iter(roots.values()), None)
     patches: list[SpecPatch] = []
+    tightened: list[TightenPatch] = []
     unplaced: list[str] = []
-    for suite, proposals in by_suite.items():
+    for suite in sorted({*by_suite, *stale}):
         spec = specs.get(suite)
+        proposals, ids = by_suite.get(suite, []), stale.get(suite, [])
         if spec is None or roots[suite] != root:
-            unplaced += [f"{p.subject}: no spec file of this run under {root} is named {suite}"
-                         for p in proposals]
+            unplaced += [f"{x}: no spec file of this run under {root} is named {suite}"
+                         for x in [p.subject for p in proposals] + ids]
             continue
-        patches.append(spec_patch(spec, proposals, name=spec.resolve().relative_to(root).as_posix()))
-    text = _header(run_id, root, patches, unplaced) + "".join(p.diff for p in patches)
+        name = spec.resolve().relative_to(root).as_posix()
+        if proposals:
+            patches.append(spec_patch(spec, proposals, name=name))
+            unplaced += [f"tighten {i}: apply this file's force_xfail edits first, then rerun" for i in ids]
+        elif ids:
+            tightened.append(tighten_patch(spec, ids, name=name))
+    text = (_header(run_id, root, patches, unplaced, tightened)
+            + "".join(p.diff for p in patches) + "".join(t.diff for t in tightened))
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / PATCH_NAME
     path.write_text(text, encoding="utf-8")
     return path, text
 
 
-def _header(run_id: str, root: Path | None, patches: list[SpecPatch], unplaced: list[str]) -> str:
+def stale_of(results: Sequence[TestResult]) -> dict[str, list[str]]:
+    """Spec suite (file stem) → ids of its ``xfail`` items that passed (``xpassed``): the
+    stale xfails the proposal tightens (``test_specs.authoring.tighten``)."""
+    out: dict[str, list[str]] = {}
+    for r in results:
+        if r.outcome == "xpassed":
+            out.setdefault(r.id.split("::", 1)[0], []).append(r.id)
+    return out
+
+
+def _header(run_id: str, root: Path | None, patches: list[SpecPatch], unplaced: list[str],
+            tightened: Sequence[TightenPatch] = ()) -> str:
     lines = [f"Proposed spec edits from spyre-relay run {run_id} (review before applying; nothing was changed).",
              f"root: {root}" if root is not None else "root: (none)",
              f"Apply from the root with: git apply {PATCH_NAME}   or: relay specs apply <this file>",
@@ -102,6 +126,10 @@ def _header(run_id: str, root: Path | None, patches: list[SpecPatch], unplaced: 
                          f"({len(p.tests)} failed test(s), e.g. {p.tests[0]})")
         for p, why in patch.skipped:
             lines.append(f"  not proposed: {patch.name}: {p.subject} ({p.reason}): {why}")
+    for t in tightened:
+        lines += [f"  {t.name}: tighten stale xfail {i}: it passed (xpassed); moved to mandatory_success"
+                  for i in t.applied]
+        lines += [f"  not proposed: {t.name}: tighten {i}: {why}" for i, why in t.skipped]
     lines += [f"  not proposed: {u}" for u in unplaced]
     return "\n".join(lines) + "\n\n"
 

@@ -12,6 +12,11 @@ completed; end-to-end = the sum; TIMED_OUT counts as a failed job over 3 h), or 
 backend's ``runs`` (queue = delivery received → run start, when known).  "Time at L2" is
 approximated by the days since the first recorded job.  Times are in milliseconds.
 
+Local runs are the main runs (triggers ``webhook``, ``replay``): a computed baseline or a
+bisection round is a side run of a job, not a job.  ``declared`` (local backends) is the newest
+run's items measured against what the spec declares (``relay.domain.declared``: an ``xfail`` or
+``skip`` item doing what its spec says is ready; only an item declared to pass and failing is not).
+
 ``proposal`` says what the numbers suggest: ``promote`` to L3 for an L1/L2 backend meeting every
 criterion; ``demote`` to L2 for an L3/L4 one that has failed an operational criterion (success,
 P50 end-to-end, share over 3 h, P50 queue — each measured on its own window ending that day) on
@@ -29,11 +34,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from relay.domain.declared import declared_readiness
 from relay.service.detection import detection
 from relay.store.demotions import demoted_since
 from relay.store.history import local_runs_since
 from relay.store.jobs import list_jobs
-from relay.store.tables import DeliveryRecord, JobRecord, RunRecord
+from relay.store.regression import MAIN_TRIGGERS
+from relay.store.tables import DeliveryRecord, JobRecord, RunRecord, TestResultRecord
+from test_specs.values.results import TestResult
 
 __all__ = ["readiness", "weekly", "L3_CRITERIA", "DEMOTION_GRACE_DAYS", "OPERATIONAL", "WEEKS"]
 
@@ -75,10 +83,13 @@ def _samples_jobs(session: Session, name: str, since: datetime) -> tuple[list[di
 
 
 def _samples_runs(session: Session, name: str, since: datetime) -> tuple[list[dict], datetime | None]:
-    first = session.scalar(select(RunRecord.started_at).where(RunRecord.backend == name)
+    first = session.scalar(select(RunRecord.started_at).where(RunRecord.backend == name,
+                                                              RunRecord.trigger.in_(MAIN_TRIGGERS))
                            .order_by(RunRecord.started_at).limit(1))
     out = []
     for r in local_runs_since(session, name, since):
+        if r.trigger not in MAIN_TRIGGERS:  # a baseline or bisection round is no job of its own
+            continue
         received = None
         if r.delivery_id:
             received = session.scalar(select(DeliveryRecord.received_at)
@@ -142,6 +153,19 @@ def _proposal(samples: list[dict], level: str | None, criteria: list[dict], now:
             "grace_days": grace_days} if failing else None
 
 
+def _declared(session: Session, name: str) -> dict[str, Any] | None:
+    """``relay.domain.declared.declared_readiness`` of the newest run of local backend ``name``."""
+    run_id = session.scalar(select(RunRecord.id).where(RunRecord.backend == name,
+                                                       RunRecord.trigger.in_(MAIN_TRIGGERS))
+                            .order_by(RunRecord.started_at.desc(), RunRecord.id.desc()).limit(1))
+    if run_id is None:
+        return None
+    rows = session.scalars(select(TestResultRecord).where(TestResultRecord.run_id == run_id))
+    return declared_readiness((TestResult(id=r.test_id, upstream=r.upstream, mode=r.mode,
+                                          outcome=r.outcome)  # type: ignore[arg-type]
+                               for r in rows), run_id=run_id)
+
+
 def readiness(session: Session, name: str, level: str | None, *, local: bool,
               now: datetime | None = None, grace_days: int = DEMOTION_GRACE_DAYS) -> dict[str, Any]:
     """The readiness JSON of backend/repo ``name`` currently at ``level`` (``None``: not
@@ -160,6 +184,7 @@ def readiness(session: Session, name: str, level: str | None, *, local: bool,
             "days_observed": round(days, 2), "criteria": criteria,
             "qualifies_for": proposal["to"] if proposal and proposal["action"] else level,
             "proposal": proposal,
+            "declared": _declared(session, name) if local else None,
             "demotion": {"open_pr": demoted is not None,
                          "since": demoted.isoformat() if demoted else None},
             "weekly": weekly(session, name, local=local, now=now),

@@ -8,10 +8,11 @@ passes ``Settings.quarantine_main_ref``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
+from relay.domain.baseline import TrunkFound
 from relay.domain.flakiness import QuarantineNote, TrunkResult
 from relay.domain.run import Run
 from relay.store.db import retry_locked
@@ -19,6 +20,7 @@ from relay.store.durations import test_durations
 from relay.store.quarantine import quarantined_tests
 from relay.store.regression import find_baseline, trunk_history
 from relay.store.runs import load_run, save_run
+from relay.store.trunk_baseline import trunk_results
 
 __all__ = ["SqlRunStore"]
 
@@ -46,6 +48,10 @@ class SqlRunStore:
         with self._sf() as session:
             return trunk_history(session, list(test_ids), main_ref=self.main_ref, backend=backend,
                                  env_name=env_name, head=head)
+
+    def trunk(self, modes: Mapping[str, str], *, backend: str, base: str | None) -> TrunkFound:
+        with self._sf() as session:
+            return trunk_results(session, modes, main_ref=self.main_ref, backend=backend, base=base)
 
     def quarantined(self) -> dict[str, QuarantineNote]:
         with self._sf() as session:

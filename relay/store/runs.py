@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
+from relay.domain.baseline import Baseline
 from relay.domain.results import RunResult
 from relay.domain.run import Run
 from relay.domain.verdicts import VERDICTS
@@ -59,6 +60,7 @@ def save_run(session: Session, run: Run, *, commit: bool = True) -> None:
     record.counts = dict(run.counts)
     record.spec_proposal = run.spec_proposal
     record.reruns_skipped = run.reruns_skipped
+    record.baseline = run.baseline.model_dump(mode="json") if run.baseline is not None else None
     session.add(record)
     session.flush()
     session.add_all(
@@ -123,6 +125,7 @@ def _to_run(record: RunRecord, *, with_results: bool, extra: dict[str, Any] | No
         stages=[StageStats.model_validate(s) for s in record.stages or []],
         results=results, counts=dict(record.counts or {}), spec_proposal=record.spec_proposal,
         reruns_skipped=record.reruns_skipped or 0,
+        baseline=Baseline.model_validate(record.baseline) if record.baseline else None,
         **(extra or {}),
     )
 

@@ -160,6 +160,8 @@ class RunRecord(Base):
     spec_proposal: Mapped[str | None] = mapped_column(Text)
     #: failures not rerun: deterministic device refusals (``Run.reruns_skipped``)
     reruns_skipped: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: what the run was compared with (``Run.baseline``, ``relay.domain.baseline``; migration 0013)
+    baseline: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     results: Mapped[list[TestResultRecord]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResultRecord.id"

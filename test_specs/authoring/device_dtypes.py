@@ -2,8 +2,10 @@
 
 A spec without ``global.supported_dtypes`` expands every op to every dtype its OpInfo supports
 (torch-spyre's rule: effective dtypes = global ∩ op ∩ test, + include, − exclude), so it asks for
-float64 and complex items the device rejects (``spyre_backend.support``: float64 and every
-complex dtype are refused by every op).  Such a spec is valid — ``--strict`` accepts it — but
+float64, complex and small-integer items the device rejects (``spyre_backend.support``: float64
+and every complex dtype are refused by every op; the item dtypes are float16, bfloat16, float32,
+int64 and bool — the last two as torch-spyre's configs list them in ``supported_dtypes``).
+Such a spec is valid — ``--strict`` accepts it — but
 its refused items are classified ``skip`` by stage 3 and cannot be captured into the test →
 aten-op index.  ``dtype_warnings`` says so, as ``file:line:col`` warnings that never fail a check
 (``relay specs check`` prints them after the errors).

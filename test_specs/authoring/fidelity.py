@@ -10,7 +10,11 @@ the config on the simulated device, per test (per instantiated variant):
   ``force_xfail``) and it failed (``xfailed``, ``crashed``, ``timed_out``) → agrees; it passed
   (``xpassed``; ``failed`` is how pytest reports a strict xfail that passed) → disagrees ("sim
   passes where Spyre fails": the sim is more permissive than Spyre);
-- ``skipped`` at run time (upstream's own ``skipTest``, a missing SciPy) counts in neither.
+- ``skipped`` at run time (upstream's own ``skipTest``, a missing SciPy) counts in neither;
+- a declared fail whose declared reason is a compile-environment failure (``compile_environment``:
+  Inductor's ``InductorError``, ``dxp_standalone not detected``) is set apart, counted as
+  ``compile_env`` and not scored: the config says the test fails because torch-spyre's compiler
+  toolchain is missing or fails on that machine, which an eager device cannot honour or refute.
 
 ``clusters(disagreements)`` groups the disagreements by direction and signature: the first line
 of the failure message with numbers, hex addresses and tensor values blanked (so 40 variants of
@@ -27,6 +31,8 @@ from dataclasses import dataclass, field
 
 from test_specs.values.results import TestResult
 
+#: a declared reason that blames the compile environment, not the device (module docstring)
+COMPILE_ENV = re.compile(r"inductor|dxp_standalone", re.IGNORECASE)
 PASS = frozenset({"passed", "flaky", "xpassed"})
 FAIL = frozenset({"failed", "crashed", "timed_out", "xfailed"})
 SIM_FAILS = "sim fails where Spyre passes"
@@ -41,6 +47,7 @@ class Agreement:
     disagree: list[tuple[str, TestResult]] = field(default_factory=list)
     unscored: Counter[str] = field(default_factory=Counter)
     by_mode: Counter[tuple[str, bool]] = field(default_factory=Counter)
+    compile_env: int = 0
 
     @property
     def scored(self) -> int:
@@ -66,10 +73,20 @@ def _sim_passed(r: TestResult) -> bool | None:
     return False if r.outcome in FAIL else None
 
 
-def agreement(results: Iterable[TestResult]) -> Agreement:
-    """See the module docstring."""
+def compile_environment(mode: str, reason: str | None) -> bool:
+    """Whether a declared fail (``mode`` xfail/xfail_strict) blames the compile environment
+    (``COMPILE_ENV`` in its declared reason)."""
+    return mode in ("xfail", "xfail_strict") and bool(COMPILE_ENV.search(reason or ""))
+
+
+def agreement(results: Iterable[TestResult], compile_env: frozenset[str] | set[str] = frozenset()) -> Agreement:
+    """See the module docstring; ``compile_env``: ids of the declared fails whose reason blames
+    the compile environment (``compile_environment``), set apart."""
     a = Agreement()
     for r in results:
+        if r.id in compile_env and _declared_fail(r):
+            a.compile_env += 1
+            continue
         passed = _sim_passed(r)
         if passed is None:
             a.unscored[r.outcome] += 1

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -107,6 +107,8 @@ class _Ctx:
     spec: Spec
     items: dict[str, SpecItem]
     errors: list[SpecError]
+    #: item id → (file index, test index or None for an unlisted template) that produced it
+    origins: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
 
 def _source(source: str) -> tuple[tuple[Any, ...], str]:
@@ -264,6 +266,7 @@ def _add_items(ctx: _Ctx, rule: _Rule, template: Template, entries: list[Any]) -
                 dtype, include_rows[dtype].precision if dtype in include_rows else None,
                 op_row.precision(dtype) if op_row else None, dtype_row.precision if dtype_row else None)
             declared = mode != "mandatory_success"
+            ctx.origins[item_id] = (rule.file_index, rule.test_index)
             ctx.items[item_id] = SpecItem(
                 id=item_id, suite=rule.spec.suite, template=template.name, upstream=template.upstream,
                 op=entry.name if kind == "op" else None,
@@ -273,9 +276,9 @@ def _add_items(ctx: _Ctx, rule: _Rule, template: Template, entries: list[Any]) -
                 tolerance=tolerance, max_samples=config.input_config.max_samples)
 
 
-def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
+def _expand_spec(spec: Spec, ctx: _Ctx | None = None) -> tuple[list[SpecItem], list[SpecError]]:
     load_extra_templates()
-    ctx = _Ctx(spec, {}, [])
+    ctx = ctx or _Ctx(spec, {}, [])
     for fi, f in enumerate(spec.config.files):
         if f.source is None:
             continue
@@ -298,6 +301,15 @@ def _expand_spec(spec: Spec) -> tuple[list[SpecItem], list[SpecError]]:
             if tpl.builtin and tpl.kind == kind and name not in listed:
                 _add_items(ctx, _Rule(spec, fi, None, None), tpl, list(union.values()))
     return sorted(ctx.items.values(), key=lambda i: i.id), ctx.errors
+
+
+def expand_with_origins(spec: Spec) -> tuple[list[SpecItem], dict[str, tuple[int, int | None]], list[SpecError]]:
+    """Items of one loaded spec, each item id's origin ``(file index, test index)`` (``None``:
+    a template no entry lists, produced by the file's ``unlisted_test_mode``), and the semantic
+    errors (``test_specs.authoring.hygiene`` reads the origins)."""
+    ctx = _Ctx(spec, {}, [])
+    items, errors = _expand_spec(spec, ctx)
+    return items, ctx.origins, errors
 
 
 def semantic_errors(spec: Spec) -> list[SpecError]:

@@ -205,3 +205,21 @@ def test_count_counts_every_verdict():
     head = [r("failed", "a"), r("failed", "b"), r("passed", "c")]
     assert count(classify_all(head, None)) == {"NEW": 2, "FLAKY": 0, "BROKEN_TRUNK": 0, "KNOWN": 0,
                                                 "FIXED": 0, "INFRA": 0, "OK": 1}
+
+
+def test_against_a_trunk_baseline_only_the_same_failure_is_broken_trunk_and_names_its_run() -> None:
+    """Dr. CI's rule for a trunk baseline (issue 27): BROKEN_TRUNK when trunk failed the same way,
+    naming the trunk run as evidence; a different failure there is NEW; a trunk failure passing
+    now is FIXED naming the run; a failure no trunk run saw gets the given reason."""
+    src = ("trunk1", SHA)
+    same = classify(r("failed", message=BOOM), r("failed", message=BOOM), base_from=src, same_way=True)
+    assert same.verdict == "BROKEN_TRUNK" and same.evidence == ["trunk1"]
+    assert "trunk run trunk1 at aaaaaaaaaaaa" in same.reason and "the same way" in same.reason
+    other = classify(r("failed", message=BOOM), r("failed", message=OTHER), base_from=src, same_way=True)
+    assert other.verdict == "NEW" and "fails differently in trunk run trunk1" in other.reason
+    # without same_way (a base environment), any base failure is BROKEN_TRUNK as before
+    assert classify(r("failed", message=BOOM), r("failed", message=OTHER)).verdict == "BROKEN_TRUNK"
+    fixed = classify(r("passed"), r("failed", message=BOOM), base_from=src, same_way=True)
+    assert fixed.verdict == "FIXED" and fixed.evidence == ["trunk1"] and "trunk1" in fixed.reason
+    unseen = classify(r("failed", message=BOOM), None, unseen="fails; first trunk run of this test")
+    assert unseen.verdict == "NEW" and unseen.reason == "fails; first trunk run of this test"

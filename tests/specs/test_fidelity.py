@@ -28,3 +28,17 @@ def test_agreement_counts_each_direction() -> None:
 
 def test_nothing_scored_is_full_agreement() -> None:
     assert agreement([]).rate == 1.0
+
+
+def test_compile_environment_xfails_are_set_apart_not_scored() -> None:
+    """torch-spyre xfails blaming Inductor / dxp_standalone are their own class (issue 27)."""
+    from test_specs.authoring.fidelity import compile_environment
+
+    assert compile_environment("xfail", "xfail: dxp_standalone not detected")
+    assert compile_environment("xfail_strict", "NotImplementedError, torch._inductor.exc.InductorError")
+    assert not compile_environment("xfail", "missing Spyre kernel for aten::flip")
+    assert not compile_environment("mandatory_success", "InductorError")
+    rs = [_r(0, "xfail", "xpassed"), _r(1, "xfail", "xpassed"), _r(2, "mandatory_success", "passed")]
+    a = agreement(rs, {"s::t0"})
+    assert (a.compile_env, a.agree, a.scored) == (1, 1, 2)
+    assert agreement(rs, {"s::t2"}).compile_env == 0  # a declared pass is never set apart

@@ -10,7 +10,10 @@ from spyre_backend.errors import SpyreDtypeError, SpyreUnsupportedOpError
 
 
 def test_public_api_shape():
-    assert support.SUPPORTED_DTYPES == ("float16", "bfloat16", "float32")
+    # int64 and bool: torch-spyre's configs list them in global.supported_dtypes
+    assert support.SUPPORTED_DTYPES == ("float16", "bfloat16", "float32", "int64", "bool")
+    assert support.unsupported_reason("aten::add", "int64") is None
+    assert "does not support int64" in support.unsupported_reason("aten::exp", "int64")
     row = support.lookup("aten::add")
     assert row is not None and row.supported and row.name == "aten::add"
     assert "float16" in row.dtypes and row.reason is None
