@@ -18,7 +18,8 @@ argument, or ``device="spyre"``). Steps, in order:
    are copied into new device memory, in-place/out results are the original arguments, and
    view results become device views over the argument's device storage.
 
-Fault injection (``spyre_backend.faults``) hooks around step 4 only when configured.
+Fault injection (``spyre_backend.faults``) hooks around step 4 only when configured; the
+device trace (``spyre_backend.trace``, ``SPYRE_SIM_TRACE``) records each overload before step 1.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, capabilities, device_module, faults, numerics, tensors, validation
+from . import adapters, capabilities, device_module, faults, numerics, tensors, trace, validation
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 from .overloads import REJECTED_DTYPES, OverloadFacts, ReturnKind
 
@@ -110,6 +111,8 @@ def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     info = _facts.get(op)
     if info is None:
         info = _facts[op] = OverloadFacts(op, _SPECIAL)
+    if trace.ACTIVE:  # opt-in ground truth of what reached the device (``spyre_backend.trace``)
+        trace.record(info.full)
     row = info.row
     if row is None or not row.supported:  # torch's own argument errors come first (validation)
         raise validation.torch_error_first(op, args, kwargs) or _unsupported(info)
