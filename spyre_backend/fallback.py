@@ -108,11 +108,16 @@ def _unsupported(info: OverloadFacts) -> SpyreUnsupportedOpError:
 
 def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     """Run ``op`` for device tensors on CPU memory (see the module docstring)."""
+    if not trace.ACTIVE:
+        return _run(op, args, kwargs)
+    with trace.reached(op):  # opt-in ground truth of what reached the device (``spyre_backend.trace``)
+        return _run(op, args, kwargs)
+
+
+def _run(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     info = _facts.get(op)
     if info is None:
         info = _facts[op] = OverloadFacts(op, _SPECIAL)
-    if trace.ACTIVE:  # opt-in ground truth of what reached the device (``spyre_backend.trace``)
-        trace.record(info.full)
     row = info.row
     if row is None or not row.supported:  # torch's own argument errors come first (validation)
         raise validation.torch_error_first(op, args, kwargs) or _unsupported(info)

@@ -14,6 +14,7 @@ generator raises) costs that item only: ``failures`` records why (cached next to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import warnings
@@ -89,7 +90,7 @@ MIN_SAMPLES = 48
 PATIENCE = 32
 #: Bumped when what a capture records changes: part of the cache file name, so an index
 #: captured under the old rule is recaptured, never mixed with the new.
-CAPTURE_FORMAT = 2
+CAPTURE_FORMAT = 3
 
 
 def capture_ops(item: SpecItem, device: str, *, min_samples: int = MIN_SAMPLES,
@@ -99,6 +100,9 @@ def capture_ops(item: SpecItem, device: str, *, min_samples: int = MIN_SAMPLES,
     Runs the OpInfo samples in ``item.dtype``: all of the first ``min_samples``, then until
     ``patience`` samples in a row add no op (or the samples end); an op that raises (e.g. an
     unsupported op on Spyre) is still recorded, because dispatch saw it before the kernel failed.
+    On ``spyre`` the ops that reach the device below the dispatch mode are added
+    (``spyre_backend.trace.collecting``, overloads dropped): ``stack`` reaches the device as
+    ``aten::cat``, which the mode above it never sees (issue 28, measured by ``bench/op_recall.py``).
     Raises ``KeyError`` if the item's OpInfo is not in the installed ``op_db``.
     """
     import torch
@@ -116,9 +120,15 @@ def capture_ops(item: SpecItem, device: str, *, min_samples: int = MIN_SAMPLES,
     def move(x):
         return x.to(device) if isinstance(x, torch.Tensor) else x
 
+    device_ops: set[str] = set()
+    collect = contextlib.nullcontext(device_ops)
+    if device == "spyre":
+        from spyre_backend.trace import collecting
+
+        collect = collecting()
     # Numerical warnings of the samples (fp16 precision, degrees of freedom, ...) say nothing
     # about which ops a test calls; the index run keeps them out of the user's terminal.
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), collect as device_ops:
         warnings.simplefilter("ignore")
         grew = 0  # the last sample that added an op
         for n, sample in enumerate(op.sample_inputs("cpu", dtype)):
@@ -131,6 +141,7 @@ def capture_ops(item: SpecItem, device: str, *, min_samples: int = MIN_SAMPLES,
                     op(s.input, *s.args, **s.kwargs)
                 except Exception:  # the attempt is what we index, not the outcome
                     pass
+            seen.update(o.split(".")[0] for o in device_ops)
             if len(seen) > before:
                 grew = n
     return sorted(seen - DATA_MOVEMENT)

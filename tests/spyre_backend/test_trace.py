@@ -48,3 +48,24 @@ def test_read_trace_unions_pieces_and_skips_torn_lines(tmp_path: Path) -> None:
     (tmp_path / "trace-1.jsonl").write_text(json.dumps({"test": "t", "ops": ["aten::mm"]}) + "\n{\"te")
     (tmp_path / "trace-2.jsonl").write_text(json.dumps({"test": "t", "ops": ["aten::t"]}) + "\n")
     assert read_trace(sorted(tmp_path.glob("*.jsonl"))) == {"t": {"aten::mm", "aten::t"}}
+
+
+def test_collecting_sees_the_top_level_ops_in_process() -> None:
+    import torch
+
+    from spyre_backend.trace import collecting
+
+    a = torch.ones(3, 3, dtype=torch.float16).to("spyre")
+    with collecting() as ops:
+        torch.stack([a, a])
+    assert "aten::cat" in {o.split(".")[0] for o in ops}  # stack reaches the device as cat
+    with collecting() as later:
+        pass
+    assert later == set()
+
+
+def test_read_trace_keeps_nested_calls_apart(tmp_path: Path) -> None:
+    line = {"test": "t", "ops": ["aten::view"], "nested": ["aten::as_strided"]}
+    (tmp_path / "trace-1.jsonl").write_text(json.dumps(line) + "\n")
+    assert read_trace([tmp_path / "trace-1.jsonl"]) == {"t": {"aten::view"}}
+    assert read_trace([tmp_path / "trace-1.jsonl"], nested=True) == {"t": {"aten::view", "aten::as_strided"}}
