@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from selection.index.cachefile import write_atomic
+from selection.index.shipped import read_shipped
 from test_specs.values.items import SpecItem
 
 log = logging.getLogger(__name__)
@@ -173,12 +174,16 @@ class TestOpIndex:
         return out
 
     @classmethod
-    def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None) -> TestOpIndex:
+    def build(cls, items: Iterable[SpecItem], *, device: str, cache_dir: Path | None,
+              shipped: bool = True) -> TestOpIndex:
         """Load the cached index for this torch and device, capture missing items, save.
 
         ``device`` is ``"spyre"`` (imports ``spyre_backend``) or ``"cpu"``.  OpInfo items are
         captured on ``device``, ModuleInfo items on the CPU (``selection.index.module_capture``).
-        The cache file is ``cache_dir/op_index-v<CAPTURE_FORMAT>-<torch>-<device>.json``.
+        The cache file is ``cache_dir/op_index-v<CAPTURE_FORMAT>-<torch>-<device>.json``; when
+        it is absent (a fresh state directory, or ``cache_dir=None``) the shipped index
+        (``selection.index.shipped``) seeds the entries unless ``shipped=False``, and only items
+        it lacks are captured.
         """
         path = None
         entries: dict[str, list[str]] = {}
@@ -186,6 +191,8 @@ class TestOpIndex:
         if cache_dir is not None:
             path = Path(cache_dir) / f"op_index-v{CAPTURE_FORMAT}-{torch_version()}-{device}.json"
             entries, failures = _load(path), _load(path.with_suffix(".failures.json"))
+        if shipped and not entries and not failures:  # a fresh state: start from the shipped index
+            entries, failures = read_shipped(device, torch_version(), CAPTURE_FORMAT)
         missing = [i for i in items if (i.op is not None or i.module is not None)
                    and i.id not in entries and i.id not in failures]
         if missing:
