@@ -160,6 +160,7 @@ def main() -> int:
     ap.add_argument("--state", default=".relay")
     ap.add_argument("--index-cache", default=None, help="op index cache dir (default: <state>/index)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--trace-only", action="store_true", help="stop after the (cached) trace run")
     args = ap.parse_args()
     specs = [Path(p).resolve() for p in (args.spec or spec_paths_default())]
     universe = expand(specs)
@@ -170,6 +171,9 @@ def main() -> int:
     t0 = time.monotonic()
     traced, with_nested, outcomes = ground_truth(args, specs, ids, state)
     ran = {t: o for t, o in traced.items() if outcomes.get(t) not in (None, "skipped")}
+    if args.trace_only:
+        print(f"traced {len(ran)} of {len(ids)} tests", file=sys.stderr)
+        return 0
     root, version = installed_root()
     cache = Path(args.index_cache or Path(args.state) / "index")
     sm = SourceMap.build(root, version=version, cache_dir=cache)
