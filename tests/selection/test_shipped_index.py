@@ -64,3 +64,13 @@ def test_check_lists_stale_ids_and_regenerate_fills_them_from_the_cache(data: Pa
     assert regenerate.main(["--cache", str(cache)]) == 0
     assert shipped.read_shipped("spyre", torch, CAPTURE_FORMAT)[0] == {add.id: ["aten::add"], mul.id: ["aten::mul"]}
     assert regenerate.main(["--check"]) == 0
+
+
+def test_the_shipped_index_is_current_for_the_bundled_specs() -> None:
+    """``python -m selection.index.regenerate --check`` on the committed file: a spec that adds
+    items, or a capture-format bump, fails here until the file is regenerated."""
+    torch = op_index.torch_version()
+    if shipped.read_shipped("spyre", torch, CAPTURE_FORMAT) == ({}, {}):
+        pytest.fail(f"no shipped index for torch {torch} and capture format {CAPTURE_FORMAT}: "
+                    "run python -m selection.index.regenerate")
+    assert regenerate.main(["--check"]) == 0
