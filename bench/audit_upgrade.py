@@ -60,6 +60,8 @@ class Printer:
 
 def print_report(report, max_listed: int) -> None:
     """The figures of the module docstring, the transitions and the miss list."""
+    from relay.pipeline.audit import MIN_OUTCOME_CHANGES
+
     s = report.summary()
     transitions = Counter(f"{c.base} → {c.head}" for c in report.changes)
     for side in ("base", "head"):
@@ -76,8 +78,12 @@ def print_report(report, max_listed: int) -> None:
         print(f"… {len(report.misses) - max_listed} more misses (--json lists all)")
     for c in [c for c in report.changes if c.selected][:max_listed]:
         print(f"hit  {c.id}  {c.base} → {c.head}")
-    print(f"recall of real outcome changes {s['recall']:.1%} ({s['outcome_changes'] - s['missed']}/"
-          f"{s['outcome_changes']}; goal 100%), of regressions {s['regression_recall']:.1%}")
+    if s["verdict"] == "inconclusive":
+        print(f"INCONCLUSIVE: {s['outcome_changes']} outcome changes seen (fewer than {MIN_OUTCOME_CHANGES}): "
+              f"too few to measure recall; {s['missed']} missed")
+    else:
+        print(f"recall of real outcome changes {s['recall']:.1%} ({s['outcome_changes'] - s['missed']}/"
+              f"{s['outcome_changes']}; goal 100%), of regressions {s['regression_recall']:.1%}")
     print(f"selected share {s['share']:.2%} ({s['selected']}/{s['universe']} of the universe; "
           f"{s['selected_audited']}/{s['audited']} of the audited tests); wall {report.seconds:.0f} s")
 
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit is not None and args.limit < 1:
         ap.error("--limit must be at least 1")
     from relay.changes.inputs import read_change
-    from relay.pipeline.audit import AuditRequest, audit_change
+    from relay.pipeline.audit import VERDICT_EXIT, AuditRequest, audit_change
     from relay.pipeline.local import LocalExecutors
     from relay.pipeline.request import RunConfig
     from relay.pipeline.specs import default_specs
@@ -121,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     (workdir / "audit.json").write_text(json.dumps(body, indent=1) + "\n")
     if args.json:
         args.json.write_text(json.dumps(body, indent=1) + "\n")
-    return 0
+    return VERDICT_EXIT[report.verdict]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ argument, or ``device="spyre"``). Steps, in order:
    are copied into new device memory, in-place/out results are the original arguments, and
    view results become device views over the argument's device storage.
 
-Fault injection (``spyre_backend.faults``) hooks around step 4 only when configured.
+Fault injection (``spyre_backend.faults``) hooks around step 4 only when configured; the
+device trace (``spyre_backend.trace``, ``SPYRE_SIM_TRACE``) records each overload before step 1.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import adapters, capabilities, device_module, faults, gemm, numerics, tensors, validation
+from . import adapters, capabilities, device_module, faults, gemm, numerics, tensors, trace, validation
 from .errors import SpyreDtypeError, SpyreUnsupportedOpError
 from .overloads import REJECTED_DTYPES, OverloadFacts, ReturnKind
 
@@ -107,6 +108,13 @@ def _unsupported(info: OverloadFacts) -> SpyreUnsupportedOpError:
 
 def spyre_fallback(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     """Run ``op`` for device tensors on CPU memory (see the module docstring)."""
+    if not trace.ACTIVE:
+        return _run(op, args, kwargs)
+    with trace.reached(op):  # opt-in ground truth of what reached the device (``spyre_backend.trace``)
+        return _run(op, args, kwargs)
+
+
+def _run(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     info = _facts.get(op)
     if info is None:
         info = _facts[op] = OverloadFacts(op, _SPECIAL)

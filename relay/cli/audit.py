@@ -70,11 +70,18 @@ def print_report(report) -> None:
         err.print(miss_table(report))
         if len(report.misses) > MAX_LISTED:
             err.print(f"… {len(report.misses) - MAX_LISTED} more misses (--json lists all)")
+    from relay.pipeline.audit import MIN_OUTCOME_CHANGES
+
+    share = (f"selected share {s['share']:.2%} ({s['selected']}/{s['universe']}; "
+             f"{s['selected_audited']}/{s['audited']} of the audited); {report.seconds:.0f} s")
+    if s["verdict"] == "inconclusive":
+        err.print(f"[bold yellow]inconclusive[/bold yellow]: {s['outcome_changes']} outcome changes seen, fewer "
+                  f"than {MIN_OUTCOME_CHANGES}: too few to measure recall ({s['missed']} missed); {share}",
+                  highlight=False)
+        return
     err.print(f"recall of real outcome changes {s['recall']:.1%} "
               f"({s['outcome_changes'] - s['missed']}/{s['outcome_changes']}), of regressions "
-              f"{s['regression_recall']:.1%}; selected share {s['share']:.2%} "
-              f"({s['selected']}/{s['universe']}; {s['selected_audited']}/{s['audited']} of the audited); "
-              f"{report.seconds:.0f} s", highlight=False)
+              f"{s['regression_recall']:.1%}; {share}", highlight=False)
 
 
 @app.command(cls=RelayCommand)
@@ -104,7 +111,8 @@ def audit(
     every outcome change selection missed (with the stage and reason), the recall of real
     outcome changes and the selected share.  Stores no run.
 
-    Exit status: 0 when nothing was missed, 1 when an outcome change was missed, 2 for bad
+    Exit status: 0 when nothing was missed, 1 when an outcome change was missed, 3 when
+    fewer than 20 outcome changes were seen (inconclusive: no recall claimed), 2 for bad
     input.
 
     \b
@@ -117,7 +125,7 @@ def audit(
     from relay.envs.environments import validate
     from relay.errors import ConfigError, EnvironmentError_, SpecsInvalid
     from relay.execution.registry import executors_for
-    from relay.pipeline.audit import AuditRequest, audit_change
+    from relay.pipeline.audit import VERDICT_EXIT, AuditRequest, audit_change
     from relay.pipeline.request import RunConfig
     from relay.pipeline.specs import default_specs
     from test_specs.run.runner import default_shards
@@ -152,5 +160,5 @@ def audit(
     err.print(f"report: {workdir / 'audit.json'}", highlight=False)
     if json_out:
         sys.stdout.write(json.dumps(body, indent=1) + "\n")
-    if report.misses:
-        raise typer.Exit(1)
+    if VERDICT_EXIT[report.verdict]:
+        raise typer.Exit(VERDICT_EXIT[report.verdict])

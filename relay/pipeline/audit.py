@@ -11,6 +11,10 @@ change, and compares:
   (failed, crashed, timed out) on head;
 * **recall** = outcome changes selection would have run / outcome changes (likewise for
   regressions); 1.0 when nothing changed (there was nothing to miss);
+* **verdict** (issue 28): ``missed`` when an outcome change was missed (evidence whatever the
+  count); else ``inconclusive`` when fewer than ``MIN_OUTCOME_CHANGES`` were seen — a check with
+  too little to miss could not have failed, so no recall is claimed (``summary()["recall"]`` is
+  ``None``); else ``recall``;
 * **selected share** = tests selection runs / universe (and the same over the audited tests);
 * every **miss** — an outcome change selection did not run — with the stage that dropped it and
   why, in selection's own terms (``explain_drops``).
@@ -46,7 +50,13 @@ from test_specs.values.items import SpecItem
 from test_specs.values.results import BAD_OUTCOMES, TestResult
 
 __all__ = ["AuditRequest", "OutcomeChange", "AuditReport", "audit_change", "explain_drops", "sample",
-           "normal_outcome", "not_collected"]
+           "normal_outcome", "not_collected", "MIN_OUTCOME_CHANGES", "VERDICT_EXIT"]
+
+#: Fewer outcome changes than this and an audit is ``inconclusive`` (issue 28): 0 of 0 missed
+#: is not a recall of 100 %.
+MIN_OUTCOME_CHANGES = 20
+#: Exit status of ``relay audit`` / ``bench/audit_upgrade.py`` per verdict (2 is bad input).
+VERDICT_EXIT = {"recall": 0, "missed": 1, "inconclusive": 3}
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,14 @@ class AuditReport(BaseModel):
         return _share(sum(c.selected for c in self.changes), len(self.changes))
 
     @property
+    def verdict(self) -> str:
+        """``missed`` (an outcome change was missed), ``inconclusive`` (none missed of fewer than
+        ``MIN_OUTCOME_CHANGES``) or ``recall`` (none missed of enough)."""
+        if self.misses:
+            return "missed"
+        return "inconclusive" if len(self.changes) < MIN_OUTCOME_CHANGES else "recall"
+
+    @property
     def regression_recall(self) -> float:
         regs = [c for c in self.changes if c.regression]
         return _share(sum(c.selected for c in regs), len(regs))
@@ -124,8 +142,9 @@ class AuditReport(BaseModel):
                 "audited": self.audited, "selected_audited": self.selected_audited,
                 "outcome_changes": len(self.changes),
                 "regressions": sum(c.regression for c in self.changes),
-                "missed": len(self.misses), "recall": round(self.recall, 6),
-                "regression_recall": round(self.regression_recall, 6),
+                "missed": len(self.misses), "verdict": self.verdict,
+                "recall": None if self.verdict == "inconclusive" else round(self.recall, 6),
+                "regression_recall": None if self.verdict == "inconclusive" else round(self.regression_recall, 6),
                 "uncollected": {side: len(ids) for side, ids in self.uncollected.items()},
                 "uncollected_selected": self.uncollected_selected}
 

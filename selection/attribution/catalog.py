@@ -72,6 +72,7 @@ class Impact:
     modules: frozenset[str] = frozenset()  # ModuleInfo names (``nn.Linear``) whose module changed
     broad: bool = False  # a whole native file attributed by name or table (no patch, no checkout)
     companions: tuple[Impact, ...] = ()  # more impacts of the same file (a changed helper's file)
+    via: str = ""  # attributed through its importers (``path:symbol, …``): said in every reason
 
 
 @dataclass

@@ -21,6 +21,12 @@ Rules, in order, for one ``ChangedFile``:
   (``SoftMax.cpp`` → ``softmax_cpu_out`` → ``aten::_softmax``, …); else a short table of the
   big shared kernel files (``NATIVE_FAMILIES``: ``BinaryOps.cpp`` → add, sub, mul, div, …).
 
+* Any other Python file of ``torch/nn`` or the op stack (``import_graph.SCANNED``) that defines
+  no module or op of its own (``torch/nn/modules/linear_cross_entropy.py``: private helpers) is attributed through who
+  imports it (``selection.attribution.import_graph``): the importers' definitions that use it are
+  attributed as if they had changed (``torch/nn/functional.py:linear_cross_entropy``), the
+  union is the file's impact, and ``Impact.via`` names them; importers two hops away count too.
+
 A file that none of these can attribute is returned as unattributed; the memory stage decides
 what that means.  Compiled binaries and the headers shipped with them (``torch/include`` apart
 from the per-op headers) are *opaque*: a wheel-to-wheel diff always changes them, and the
@@ -45,6 +51,7 @@ from selection.attribution.catalog import (
     opinfo_key,
     symbol_key,
 )
+from selection.attribution.import_graph import SCANNED
 from selection.attribution.native import is_helper, patch_names, patch_ops
 from selection.attribution.patch_symbols import symbols_from_patch
 from selection.models import ChangedFile
@@ -154,6 +161,49 @@ def attribute(f: ChangedFile, catalog: OpCatalog, commit: str | None = None) -> 
 
     A Python file with a patch but no ``symbols`` gets its symbols from the patch's hunks.
     """
+    impact = _attribute_own(f, catalog, commit)
+    if impact.attributed or impact.opaque or impact.canary or not f.filename.endswith(".py"):
+        return impact
+    if not f.filename.startswith(SCANNED):  # ``torch/__init__.py``: imported everywhere, and no area
+        return impact
+    return _through_importers(f.filename, catalog, commit, seen=frozenset()) or impact
+
+
+#: How far ``_through_importers`` follows importers of importers (each hop only when the
+#: importer itself attributes nothing).
+IMPORT_HOPS = 2
+
+
+def _through_importers(name: str, catalog: OpCatalog, commit: str | None, *, seen: frozenset[str],
+                       hops: int = IMPORT_HOPS) -> Impact | None:
+    """The union of the impacts of the definitions that import ``name`` (as changed symbols of
+    their files), or ``None`` when no importer is known or none of them is attributable."""
+    sm = catalog.source_map
+    users = sm.importers.get(name, {}) if sm is not None else {}
+    parts: list[tuple[str, Impact]] = []
+    for path, symbols in sorted(users.items()):
+        if path in seen:
+            continue
+        imp = _attribute_own(ChangedFile(filename=path, symbols=list(symbols)), catalog, commit)
+        if not imp.attributed and hops > 1:
+            imp = _through_importers(path, catalog, commit, seen=seen | {name}, hops=hops - 1)
+        if imp is not None and imp.attributed and not imp.opaque:
+            parts.append((f"{path}:{', '.join(symbols)}", imp))
+    if not parts:
+        return None
+    via = "; ".join(p for p, _ in parts)
+    ops = frozenset().union(*(i.aten_ops for _, i in parts))
+    infos = frozenset().union(*(i.opinfos for _, i in parts))
+    modules = frozenset().union(*(i.modules for _, i in parts))
+    why = {s: r for _, i in parts for s, r in i.why.items()}
+    reason = (f"{name} defines no module or op of its own; attributed through who imports it ({via}) → "
+              f"{len(ops)} aten ops, {len(infos)} OpInfos, modules {', '.join(sorted(modules)) or 'none'}")
+    return Impact(name, ops, infos, reasons=(reason, *(r for _, i in parts for r in i.reasons)),
+                  why={s: f"{reason}: {r}" for s, r in why.items()}, modules=modules, via=via)
+
+
+def _attribute_own(f: ChangedFile, catalog: OpCatalog, commit: str | None = None) -> Impact:
+    """``attribute`` by the file's own content only (no importers)."""
     name = f.filename
     if f.symbols is None and f.patch and name.endswith((".py", ".pyi")):
         f = f.model_copy(update={"symbols": symbols_from_patch(f.patch)})

@@ -30,7 +30,9 @@ installed wheel (its ``site-packages``), and cached as JSON like the test → op
 Shapes: ``symbols[path][symbol] = [aten ops]``, ``native_files[path] = [aten ops]``,
 ``kernels[kernel] = [aten ops]``, ``backward[backward op] = [forward ops]``,
 ``module_classes[path] = [class names]``, ``module_uses[class] = [classes it is built of]``,
-``module_functional[class] = [nn.functional functions it calls]`` (``selection.attribution.module_graph``); aten ops are
+``module_functional[class] = [nn.functional functions it calls]`` (``selection.attribution.module_graph``),
+``importers[path][importer path] = [the importer's symbols using it]``
+(``selection.attribution.import_graph``); aten ops are
 schema names without overload (``aten::_softmax``).
 A module that does not parse is skipped with a warning (its symbols fall back to name matching).
 """
@@ -45,6 +47,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selection.attribution.import_graph import import_graph
 from selection.attribution.module_graph import module_graph
 from selection.index.cachefile import write_atomic
 
@@ -54,7 +57,7 @@ YAML_PATHS = ("aten/src/ATen/native/native_functions.yaml",
               "torchgen/packaged/ATen/native/native_functions.yaml")
 DERIVATIVES_PATHS = ("tools/autograd/derivatives.yaml", "torchgen/packaged/autograd/derivatives.yaml")
 #: bumped when the cached shape changes (an older cache is then rebuilt, not misread)
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 DECORATED_PY = ("torch/_refs", "torch/_decomp", "torch/_meta_registrations.py", "torch/_prims")
 CALLING_PY = ("torch/nn/functional.py", "torch/functional.py")
 MODULES_PY = "torch/nn/modules"
@@ -266,6 +269,7 @@ class SourceMap:
     module_classes: dict[str, list[str]] = field(default_factory=dict)
     module_uses: dict[str, list[str]] = field(default_factory=dict)
     module_functional: dict[str, list[str]] = field(default_factory=dict)
+    importers: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def ops(self) -> set[str]:
@@ -313,6 +317,7 @@ class SourceMap:
                     sm.symbols[rel] = found
         sm.module_classes = module_classes(root)
         sm.module_uses, sm.module_functional = module_graph(root)
+        sm.importers = import_graph(root)
         native = root / "aten/src/ATen/native"
         if native.is_dir():
             for path in sorted(native.rglob("*.cpp")):
@@ -339,7 +344,8 @@ class SourceMap:
                                            "native_files": sm.native_files, "backward": sm.backward,
                                            "module_classes": sm.module_classes,
                                            "module_uses": sm.module_uses,
-                                           "module_functional": sm.module_functional},
+                                           "module_functional": sm.module_functional,
+                                           "importers": sm.importers},
                                           sort_keys=True))
         return sm
 

@@ -9,7 +9,8 @@ Uses the test → aten-op index (``selection.index.op_index``) and file/symbol a
   OpInfos (and variants) and the modules running them; an op without an OpInfo of its own
   (``aten::_native_batch_norm_legit``) keeps every test calling it — or
 * it has no index entry (never captured: kept, fail soft), or
-* a changed source file in its area could not be attributed to ops (fail soft: "select more"), or
+* a changed source file in its area could not be attributed to ops, not even through the files
+  that import it (``selection.attribution.rules``; fail soft: "select more"), or
 * it is a canary (one test per op family, ``selection.policy.canary``) for a change to shared machinery
   or to a C++ file nothing attributes, or — in upgrade mode — for a test-machinery change
   (``selection.policy.upgrade``).
@@ -158,6 +159,11 @@ class Memory:
                 for area in (hit[0] if hit else ()):
                     hits.fail_soft_areas.setdefault(area, imp.filename)
                 continue
+            src = imp.filename
+            if imp.via:
+                src = f"{imp.filename} (no module or op of its own; through its importers {imp.via})"
+                hits.notes.append(f"{imp.filename}: defines no module or op of its own; attributed through "
+                                  f"who imports it ({imp.via}); only what they reach is kept")
             thin = imp.broad and len(imp.opinfos) > BROAD_SUBJECTS
             if thin:
                 hits.notes.append(
@@ -171,23 +177,23 @@ class Memory:
                 tests = self.index.by_op.get(op, ())
                 if imp.broad and self._own_tests_run(op, tests):  # own OpInfos stand for the op
                     tests = [t for t in tests if t in self._module_ids]
-                impact = OpImpact(f"{imp.filename} → {op} → {len(tests)} tests", len(tests))
+                impact = OpImpact(f"{src} → {op} → {len(tests)} tests", len(tests))
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(impact)
             for module in sorted(imp.modules):
                 tests = self._by_subject.get(module, [])
-                impact = OpImpact(f"{imp.filename} → module {module} → {len(tests)} tests", len(tests))
+                impact = OpImpact(f"{src} → module {module} → {len(tests)} tests", len(tests))
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(impact)
             for subject in sorted(imp.opinfos):
                 if imp.definition:
-                    reason = imp.why.get(subject) or f"{imp.filename} → OpInfo {subject}"
+                    reason = imp.why.get(subject) or f"{src} → OpInfo {subject}"
                     hits.by_subject.setdefault(subject, []).append(reason)
                     continue
                 tests = self._by_subject.get(subject, [])
                 if thin:
                     tests = self._cross_section(tests, imp.aten_ops)
-                impact = OpImpact(f"{imp.filename} → OpInfo {subject} → {len(tests)} tests" + (
+                impact = OpImpact(f"{src} → OpInfo {subject} → {len(tests)} tests" + (
                     " (one per dtype: a whole shared file without a patch)" if thin else ""), len(tests))
                 for t in tests:
                     hits.by_test.setdefault(t, []).append(impact)

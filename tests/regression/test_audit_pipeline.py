@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from relay.pipeline.audit import AuditReport, OutcomeChange, explain_drops, normal_outcome, sample
+from relay.pipeline.audit import (
+    MIN_OUTCOME_CHANGES,
+    VERDICT_EXIT,
+    AuditReport,
+    OutcomeChange,
+    explain_drops,
+    normal_outcome,
+    sample,
+)
 from selection.index.op_index import TestOpIndex
 from selection.models import ChangeSet
 from selection.pipeline import Selector
@@ -63,6 +71,19 @@ def test_report_figures() -> None:
     assert report.recall == 0.5 and report.regression_recall == 0.5 and report.share == 0.05
     s = report.summary()
     assert (s["outcome_changes"], s["regressions"], s["missed"]) == (4, 2, 2)
+    assert s["verdict"] == "missed" and s["recall"] == 0.5  # a miss is evidence, however few changes
     empty = AuditReport(title="t", base="a", head="b", mode="pr", universe=0, selected=0, audited=0,
                         selected_audited=0)
     assert empty.recall == 1.0 and empty.share == 0.0  # nothing changed: nothing missed
+    # ... but nothing to miss proves nothing: inconclusive, no recall claimed (issue 28)
+    assert empty.verdict == "inconclusive" and empty.summary()["recall"] is None
+
+
+def test_fewer_than_20_caught_changes_are_inconclusive_20_are_a_recall() -> None:
+    few = [_change(f"t{n}", "passed", "failed", True) for n in range(MIN_OUTCOME_CHANGES - 1)]
+    report = AuditReport(title="t", base="a", head="b", mode="pr", universe=100, selected=50,
+                         audited=100, selected_audited=50, changes=few)
+    assert report.verdict == "inconclusive" and report.summary()["regression_recall"] is None
+    enough = report.model_copy(update={"changes": few + [_change("last", "passed", "failed", True)]})
+    assert enough.verdict == "recall" and enough.summary()["recall"] == 1.0
+    assert VERDICT_EXIT["inconclusive"] not in (VERDICT_EXIT["recall"], VERDICT_EXIT["missed"], 2)
