@@ -40,6 +40,7 @@ __all__ = [
     "OpSupport",
     "lookup",
     "unsupported_reason",
+    "decomposes_above_device",
     "all_ops",
     "normalize_name",
 ]
@@ -138,6 +139,8 @@ def unsupported_reason(aten_op: str, dtype: str | None = None) -> str | None:
     name = normalize_name(aten_op)
     row = lookup(name)
     if row is None:
+        if decomposes_above_device(name):
+            return None  # the device never sees it: its composite kernel's ops are asked instead
         return f"{name} is not in the Spyre op support table"
     if not row.supported:
         return f"{name} {row.reason}"
@@ -146,6 +149,32 @@ def unsupported_reason(aten_op: str, dtype: str | None = None) -> str | None:
         if dtype not in row.dtypes:
             return f"{name} does not support {dtype} on Spyre (supported: {', '.join(row.dtypes)})"
     return None
+
+
+@functools.cache
+def decomposes_above_device(aten_op: str) -> bool:
+    """True when ``aten_op`` (``aten::squeeze_``, or one overload ``aten::squeeze_.dim``) never
+    reaches the Spyre fallback itself: each of its overloads has a ``CompositeExplicitAutograd``
+    kernel and none a ``PrivateUse1`` kernel, so PyTorch's dispatcher runs the composite kernel
+    for the device key and only the ops it calls reach the device (PyTorch dispatcher rule: an
+    alias-key kernel beats a backend fallback).  A ``TorchDispatchMode`` above the device still
+    sees such an op, so the op index lists it; the device cannot refuse it.  False for an op
+    torch does not know."""
+    import torch
+
+    ns, _, rest = normalize_name(aten_op).partition("::")
+    packet, _, overload = rest.partition(".")
+    try:
+        overloads = [overload] if overload else getattr(getattr(torch.ops, ns), packet).overloads()
+    except AttributeError:
+        return False
+    names = [f"{ns}::{packet}" + ("" if o == "default" else f".{o}") for o in overloads]
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    try:
+        return bool(names) and all(has(n, "CompositeExplicitAutograd") and not has(n, "PrivateUse1")
+                                   for n in names)
+    except RuntimeError:  # an overload name torch does not register
+        return False
 
 
 def all_ops() -> list[OpSupport]:

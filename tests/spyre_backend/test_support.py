@@ -87,3 +87,19 @@ def test_integer_tensors_allowed_for_indexing_but_not_float_math():
     assert torch.equal(torch.where(mask, x, -x).cpu(), torch.tensor([0.0, -1.0, 2.0], dtype=torch.float16))
     with pytest.raises(TypeError, match=r"int64.*aten::exp|aten::exp.*int64"):
         torch.exp(torch.arange(3, device="spyre"))
+
+
+def test_an_op_that_decomposes_above_the_device_is_not_refused_by_name() -> None:
+    """``aten::squeeze_`` has a CompositeExplicitAutograd kernel and no PrivateUse1 kernel, so the
+    dispatcher runs its composite kernel and the Spyre fallback never sees it (a 1-D ``matmul``
+    sample calls it; the op index lists it): the table's silence is no refusal.  An op that does
+    reach the fallback and is absent from the table still is one."""
+    import torch
+
+    assert support.decomposes_above_device("aten::squeeze_") and support.decomposes_above_device("aten::squeeze_.dim")
+    assert support.unsupported_reason("aten::squeeze_", "float16") is None
+    x = torch.ones(3, 1, dtype=torch.float16).to("spyre")
+    x.squeeze_()  # runs on the device without a refusal
+    assert x.shape == (3,)
+    assert not support.decomposes_above_device("aten::mm") and not support.decomposes_above_device("aten::no_such_op")
+    assert "not in the Spyre op support table" in support.unsupported_reason("aten::fft_fft")
