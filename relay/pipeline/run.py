@@ -184,9 +184,13 @@ def _culprit(run: Run, plan: RunPlan, config: RunConfig, ports: Ports, notes: li
 def _write_back(plan: RunPlan, final: list[TestResult], config: RunConfig) -> tuple[Any, str | None, str | None]:
     """The run's spec write-back (path, text, note); a write-back that fails costs the proposal
     only, never the run."""
+    # stage 3 ran these as xfail on a predicted failure although the spec says must-pass
+    # (classify adds a "spec rule:" reason when the mode is the spec's own)
+    predicted = {t.id for t in plan.selection.selected
+                 if t.mode == "xfail" and not any(r.startswith("spec rule:") for r in t.reasons)}
     try:
         path, text = write_proposal(final, config.spec_paths, run_id=plan.run_id,
-                                    workdir=config.workdir(plan.run_id))
+                                    workdir=config.workdir(plan.run_id), predicted=predicted)
     except Exception as exc:  # noqa: BLE001 - fail soft: the run is stored without a proposal
         delivery_log(log, plan.request.delivery_id).exception("spec write-back failed")
         return None, None, f"spec write-back failed: {type(exc).__name__}: {exc}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from relay.changes.git import git_run
@@ -34,12 +35,18 @@ ROOT_LINE = re.compile(r"^root: (.+)$", re.MULTILINE)
 _SUBJECT = re.compile(r"\[(.+)-[a-z0-9]+\]$")
 
 
-def proposals_of(results: Sequence[TestResult], *, run_id: str) -> dict[str, list[Proposal]]:
+def proposals_of(results: Sequence[TestResult], *, run_id: str,
+                 predicted: AbstractSet[str] = frozenset()) -> dict[str, list[Proposal]]:
     """Spec suite (file stem) → one ``Proposal`` per OpInfo subject whose tests failed on an
-    unsupported aten op, in first-failure order.  ModuleInfo items get none (no ``force_xfail``
-    for modules in torch-spyre's format)."""
+    unsupported aten op, in first-failure order.  ``predicted``: ids the spec declares
+    ``mandatory_success`` that stage 3 ran as ``xfail`` because it predicted the failure — one
+    that xfailed on an unsupported op is proposed too, so the spec says what the device does
+    (else every run would predict it again and the spec would never learn).  ModuleInfo items
+    get none (no ``force_xfail`` for modules in torch-spyre's format)."""
     found: dict[tuple[str, str], dict] = {}
     for r in results:
+        if r.id in predicted and r.outcome == "xfailed":
+            r = r.model_copy(update={"outcome": "failed"})
         aten = unsupported_op_of(r)
         m = _SUBJECT.search(r.id)
         if aten is None or r.op is None or m is None:
@@ -67,13 +74,13 @@ def patch_root(spec: Path) -> Path:
 
 
 def write_proposal(results: Sequence[TestResult], spec_paths: Sequence[Path], *, run_id: str,
-                   workdir: Path) -> tuple[Path | None, str | None]:
+                   workdir: Path, predicted: AbstractSet[str] = frozenset()) -> tuple[Path | None, str | None]:
     """Write ``workdir/spec-proposal.patch`` for the run's unsupported-op failures (new
     ``force_xfail`` edits) and its stale xfails (``xpassed`` items moved to ``mandatory_success``,
     ``test_specs.authoring.tighten``; for a spec with both, only the first, the tightening
     listed as not proposed); returns its path and text, ``(None, None)`` when nothing is
     proposed."""
-    by_suite = proposals_of(results, run_id=run_id)
+    by_suite = proposals_of(results, run_id=run_id, predicted=predicted)
     stale = stale_of(results)
     if not by_suite and not stale:
         return None, None

@@ -1,5 +1,5 @@
 """Spec write-back as a real patch (issue 18): a replay whose must-pass test fails on an op the
-device has no kernel for writes ``spec-proposal.patch``; ``git apply`` takes it on a copy of the
+device has no kernel for (or is predicted to, and xfails) writes ``spec-proposal.patch``; ``git apply`` takes it on a copy of the
 spec (comments and layout kept), the same replay on the patched spec is green for the proposed
 test, ``relay specs apply`` does the same, and the run's page shows the patch."""
 
@@ -56,10 +56,13 @@ def test_a_proposal_applies_with_git_apply_and_the_replay_turns_green(tmp_path: 
     change.write_text(json.dumps(CHANGE))
     state = tmp_path / "state"
     first = _relay(["replay", str(change), "--spec", str(spec), "--json"], tmp_path, state)
-    assert first.returncode == 1, first.stderr[-3000:]
+    # stage 3 predicts the must-pass MSE test to fail (its index reaches aten::resize_, which has
+    # no Spyre kernel) and runs it as xfail: the run is green, and the spec is still told
+    assert first.returncode == 0, first.stderr[-3000:]
     run = json.loads(first.stdout)
     results = {r["id"]: r for r in run["results"]}
-    assert results[MSE]["outcome"] == "failed" and "aten::resize_" in results[MSE]["message"]
+    assert (results[MSE]["mode"], results[MSE]["outcome"]) == ("xfail", "xfailed")
+    assert "aten::resize_" in results[MSE]["message"]
     patch_file = state / "runs" / run["id"] / "spec-proposal.patch"
     assert patch_file.read_text() == run["spec_proposal"]
     assert f"relay specs apply {patch_file}" in first.stderr.replace("\n", "")

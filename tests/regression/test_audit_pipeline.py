@@ -21,7 +21,7 @@ from tests.selection.conftest import item
 
 @pytest.fixture
 def selector() -> Selector:
-    universe = [item("softmax"), item("add"), item("mul"), item("add", "int64"),
+    universe = [item("softmax"), item("add"), item("mul"), item("add", "float64"),
                 item("Linear", module="nn.Linear")]
     index = TestOpIndex({universe[0].id: ["aten::_softmax"], universe[1].id: ["aten::add"],
                          universe[2].id: ["aten::mul", "aten::view"], universe[3].id: ["aten::add"]})
@@ -42,7 +42,7 @@ def test_each_dropped_test_gets_its_stage_and_reason(selector: Selector) -> None
     stage, why = drops[ids["mul-float16"]]
     assert stage == "memory"
     assert "aten::mul, aten::view" in why and "impacts 1 aten ops (aten::add)" in why
-    stage, why = drops[ids["add-int64"]]  # reached, but int64 is not a Spyre dtype
+    stage, why = drops[ids["add-float64"]]  # reached, but float64 is not a Spyre dtype
     assert stage == "classify" and "unsupported dtype" in why
     assert explain_drops(selector, change, ["no::such[test]"]) == {
         "no::such[test]": ("universe", "not in the selection universe")}

@@ -156,7 +156,8 @@ def test_without_commit_env_the_first_push_establishes_the_trunk_baseline(tmp_pa
     r = Relay(tmp_path, live_server, spec, commit_env=None)
 
     first = r.push(up, up.commit("unchanged 1"))
-    assert first["conclusion"] == "success" and first["environments"] == {}
+    assert first["conclusion"] == "success" and list(first["environments"]) == ["head"]
+    assert first["environments"]["head"]["name"] == "current"  # the relay's own torch, no base
     assert first["baseline"]["kind"] == "establishes" and first["baseline"]["failing_on_trunk"] == []
     assert "establishes the trunk baseline" in first["baseline"]["summary"]
     assert 'data-kind="establishes"' in r.page(first) and "establishes the trunk baseline" in r.page(first)

@@ -5,6 +5,7 @@ the relay like GitHub, signed with the production signer."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -70,9 +71,14 @@ def relay_app(settings: Settings, recorder: Recorder, **overrides: Any) -> FastA
     return create_app(settings.model_copy(update=overrides), processor=recorder, report=False)
 
 
+#: PR numbers never reused, so no two deliveries of a test carry byte-identical bodies (the relay
+#: answers a repeated body under a new delivery id as a duplicate; GitHub's redelivery keeps the id)
+_NUMBERS = itertools.count(1)
+
+
 def send(fake: FakeGitHub, n: int, **kwargs: Any) -> list[dict[str, Any]]:
-    return [fake.deliver(HOOK, "pull_request", pull_request_payload(number=i + 1), **kwargs)
-            for i in range(n)]
+    return [fake.deliver(HOOK, "pull_request", pull_request_payload(number=next(_NUMBERS)), **kwargs)
+            for _ in range(n)]
 
 
 def stored(app: FastAPI) -> dict[str, str]:
