@@ -46,6 +46,8 @@ def send_webhook(
     target = url or f"{settings.public_url.rstrip('/')}/webhooks/github"
     try:
         sent = send_delivery(target, event, body, secret)
+    except httpx.InvalidURL as exc:
+        fail(f"{target}: not a URL a relay can be reached at ({exc})")
     except httpx.HTTPError as exc:
         fail(f"{target}: no relay answered ({type(exc).__name__}: {exc}); start one with "
              "`relay serve` or give its webhook URL with --url")

@@ -68,6 +68,11 @@ def _id_or_none(value: Any) -> int | None:
 LenientText = Annotated[str, BeforeValidator(_text_or_empty)]
 
 
+
+#: a commit sha as GitHub sends it: 40 hex (SHA-1) or 64 (SHA-256 repositories); longer text or a
+#: NUL is no sha and would fail later in the store (a dispatch row holds 64 characters)
+Sha = Annotated[str, Field(max_length=64, pattern=r"^[^\x00]*$")]
+
 class Repository(BaseModel):
     model_config = _IGNORE
     full_name: str
@@ -82,7 +87,7 @@ class Ref(BaseModel):
     """``pull_request.head`` / ``pull_request.base``: a commit sha on a branch."""
 
     model_config = _IGNORE
-    sha: str
+    sha: Sha
     ref: str = ""
 
 
@@ -129,8 +134,8 @@ class PushEvent(BaseModel):
 
     model_config = _IGNORE
     ref: str
-    before: str
-    after: str
+    before: Sha
+    after: Sha
     commits: list[PushCommit] = Field(default_factory=list)
     head_commit: HeadCommit | None = None
     repository: Repository

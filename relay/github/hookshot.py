@@ -64,6 +64,8 @@ def load_payload(path: Path) -> bytes:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:

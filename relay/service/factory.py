@@ -26,7 +26,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from relay.crcr.allowlist import AllowlistProvider, allowlist_source
@@ -213,7 +213,16 @@ def create_app(
         return JSONResponse({"detail": f"database unavailable: {type(exc).__name__}"},
                             status_code=503)
 
+    async def not_storable(request: Request, exc: Exception) -> JSONResponse:
+        first = str(getattr(exc, "orig", exc)).splitlines()[0][:200]
+        log.warning("%s %s: a value the database refuses: %s", request.method, request.url.path, first)
+        return JSONResponse({"detail": f"a value the database cannot store or compare: {first}"},
+                            status_code=422)
+
     app.add_exception_handler(Exception, internal_error)
+    # a value PostgreSQL refuses (a NUL in text, a string longer than its column): the caller's
+    # input, answered 422 with the reason, never a 500
+    app.add_exception_handler(DataError, not_storable)
     app.add_exception_handler(DatabaseFileGone, database_gone)
     # the server unreachable or gone mid-request (PostgreSQL restarting): 503 as /healthz says,
     # never a 500 that reads as a bug, and never a 2xx for something not stored

@@ -52,6 +52,8 @@ WEBHOOK_BODY_CAP = 25 * 1024 * 1024  # bytes; GitHub caps webhook payloads at 25
 WEBHOOK_PATH = "/webhooks/github"
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 _HOOK_ID = re.compile(r"[0-9]{1,20}")
+#: a JSON ``\u0000`` escape (an odd run of backslashes before ``u0000``: ``\\u0000`` is text)
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 async def _respond(send: Any, status: int, body: dict[str, Any]) -> None:
@@ -107,6 +109,8 @@ class WebhookIntake:
             raise BodyRefused(400, str(exc)) from None
         if not isinstance(payload, dict):
             raise BodyRefused(400, "body must be a JSON object")
+        if _NUL_ESCAPE.search(text):  # GitHub never sends one; PostgreSQL text cannot hold it
+            raise BodyRefused(400, "body contains a NUL character (\\u0000)")
 
         hook_id = headers.get("x-github-hook-id")
         if hook_id is not None and not _HOOK_ID.fullmatch(hook_id):

@@ -125,3 +125,22 @@ def test_check_suite_reruns_each_distinct_l3_plus_run_once_and_whole(crcr) -> No
     assert fake.whole_reruns == [("acme/l4-ci", 111), ("acme/l3-ci", 222)]
     assert fake.reruns == []  # nothing through rerun-failed-jobs
     assert _status(relay, "cs-1")[0] == "processed"
+
+
+def test_a_sha_longer_than_64_characters_or_with_a_nul_is_no_sha() -> None:
+    """A dispatch row holds a 64-character sha: a longer one (or a NUL) fails the typed payload
+    check, naming the field, instead of failing later in the store."""
+    import pytest
+
+    from relay.errors import PayloadInvalid
+    from relay.github.events import parse_event
+    from tests.fakes.github import pull_request_payload
+
+    for bad in ("a" * 65, "ab\x00cd"):
+        payload = pull_request_payload(number=5)
+        payload["pull_request"]["head"]["sha"] = bad
+        with pytest.raises(PayloadInvalid, match="pull_request.head.sha"):
+            parse_event("pull_request", payload)
+    ok = pull_request_payload(number=5)
+    ok["pull_request"]["head"]["sha"] = "f" * 64  # a SHA-256 repository's sha
+    assert parse_event("pull_request", ok) is not None

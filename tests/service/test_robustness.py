@@ -164,3 +164,24 @@ def test_reads_and_writes_answer_503_when_postgresql_is_unreachable(relay: Relay
             assert resp.json()["detail"] == "database unavailable: OperationalError"
     finally:
         dead.dispose()
+
+
+def test_a_value_postgresql_refuses_is_422_with_the_reason_not_500(relay: Relay) -> None:
+    """A NUL in a query or a stored field: PostgreSQL's ``DataError`` is the caller's input, 422
+    with the database's reason, as a shape error would be — never a 500."""
+    from relay.store import create_schema
+    from tests.pg import fresh_schema_url
+
+    urls = fresh_schema_url("nul")
+    url = next(urls)
+    engine = make_engine(url)
+    create_schema(engine)
+    relay.app.state.session_factory = sessionmaker(bind=engine)
+    try:
+        for path in ("/api/v1/tests?test=%00", "/api/v1/tests/history?test=%00", "/tests?op=%00"):
+            resp = httpx.get(relay.url + path, timeout=10)
+            assert resp.status_code == 422, (path, resp.status_code, resp.text)
+            assert resp.json()["detail"].startswith("a value the database cannot store or compare: ")
+    finally:
+        engine.dispose()
+        urls.close()

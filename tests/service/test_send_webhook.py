@@ -76,3 +76,14 @@ def test_wrong_secret_bad_payload_and_no_secret_are_clear_errors(relay: Relay, r
     down = send("push", "--url", "http://127.0.0.1:9/webhooks/github")
     assert down.returncode == 2 and "no relay answered" in down.stderr and "Traceback" not in down.stderr
     assert recorder.calls == []
+
+
+def test_a_payload_that_is_not_utf8_and_a_url_that_is_no_url_are_one_line_errors(tmp_path: Path) -> None:
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    for args, words in (((("push", "--payload", str(binary), "--url", "http://127.0.0.1:9/webhooks/github")),
+                         f"{binary}: not UTF-8 text"),
+                        (("push", "--url", "http://[::1"), "http://[::1: not a URL a relay can be reached at")):
+        done = send(*args)
+        assert done.returncode == 2 and words in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2

@@ -189,3 +189,14 @@ def test_identical_body_under_a_new_delivery_id_within_a_day_is_a_logged_duplica
             received_at=DeliveryDigestRecord.received_at - timedelta(days=1, seconds=1)))
         s.commit()
     assert relay.sender.send("pull_request", None, body=body, delivery_id="later-1").status_code == 202
+
+
+def test_a_nul_character_is_400_on_every_store_but_a_backslash_u0000_in_text_is_kept(relay: Relay) -> None:
+    """GitHub never sends a NUL and PostgreSQL text cannot hold one: refused before the store,
+    the same on SQLite and PostgreSQL.  A commit message quoting ``\\u0000`` is text, kept."""
+    nul = json.dumps(pull_request_payload(number=71) | {"note": "a\u0000b"}).encode()
+    resp = relay.sender.send("pull_request", None, body=nul, delivery_id="nul-1")
+    assert resp.status_code == 400 and resp.json()["detail"] == "body contains a NUL character (\\u0000)"
+    assert _row(relay, "nul-1") is None
+    quoted = json.dumps(pull_request_payload(number=72) | {"note": "a\\u0000b"}).encode()
+    assert relay.sender.send("pull_request", None, body=quoted, delivery_id="nul-2").status_code == 202
