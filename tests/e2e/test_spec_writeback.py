@@ -1,7 +1,7 @@
 """Spec write-back as a real patch (issue 18): a replay whose must-pass test fails on an op the
-device has no kernel for (or is predicted to, and xfails) writes ``spec-proposal.patch``; ``git apply`` takes it on a copy of the
-spec (comments and layout kept), the same replay on the patched spec is green for the proposed
-test, ``relay specs apply`` does the same, and the run's page shows the patch."""
+device has no kernel for (or is predicted to, and xfails) writes ``spec-proposal.patch``;
+``git apply`` takes it on a copy of the spec (comments and layout kept), the same replay on the
+patched spec is green for the proposed test, ``relay specs apply`` does the same, and the run's page shows the patch."""
 
 from __future__ import annotations
 
