@@ -4,9 +4,9 @@ to a relay whose runs go to a ``relay worker`` as Celery shards (Redis + Postgre
 mode per test and the same conclusion on all four.
 
 The spec lists every op as must-pass; stage 3 predicts ``index_put`` (no Spyre kernel for
-``aten::_index_put_impl_``) and ``matmul`` (``aten::squeeze_`` not in the support table) as
-``xfail``.  Before the fix, replay ran them as ``mandatory_success`` and ``index_put`` failed the
-run."""
+``aten::_index_put_impl_``) as ``xfail`` and keeps ``matmul`` must-pass (its ``aten::squeeze_``
+decomposes above the device, so it is no refusal: ``spyre_backend.support.decomposes_above_device``).
+Before the fix, replay ran index_put as ``mandatory_success`` and it failed the run."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ FILES = ["aten/src/ATen/native/TensorAdvancedIndexing.cpp", "aten/src/ATen/nativ
 BEFORE, AFTER = "a" * 40, "b" * 40
 PREDICTED = {"must::TestCommon::test_compare_cpu[index_put-float16]": "xfail",
              # a name-only LinearAlgebra.cpp selects matmul's own OpInfo (the file defines matmul)
-             "must::TestCommon::test_compare_cpu[matmul-float16]": "xfail",
+             "must::TestCommon::test_compare_cpu[matmul-float16]": "mandatory_success",
              "must::TestCommon::test_compare_cpu[add-float16]": "mandatory_success"}
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,29 @@ def test_specs_check_and_spec_files_refuse_what_is_not_a_spec(tmp_path: Path) ->
         assert result.exit_code == 2 and why in result.stderr
     ok = CliRunner().invoke(app, ["specs", "check"])  # the bundled specs, from the package
     assert ok.exit_code == 0 and "3 spec file(s) OK" in ok.stderr
+
+
+def _serve(port: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
+    return subprocess.run([sys.executable, "-m", "relay.cli", "serve", "--port", port],
+                          env=base | {"RELAY_WEBHOOK_SECRET": "a-long-enough-secret-value",
+                                      "RELAY_STATE_DIR": str(cwd / "state")} | env,
+                          cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_serve_refuses_to_start_on_settings_every_delivery_would_fail_on(tmp_path: Path) -> None:
+    """``relay serve`` with RELAY_SPECS that do not parse or do not exist, a database URL that is
+    no URL, an unusable state directory or a port out of range: exit 2 with the setting named,
+    no traceback, before anything listens (a relay that starts would fail every delivery)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("test_suite_config:\n  bogus_key: 1\n")
+    cases = [({"RELAY_SPECS": str(bad)}, f"{bad}:2:3: unknown key 'bogus_key'"),
+             ({"RELAY_SPECS": str(tmp_path / "nothere.yaml")}, "RELAY_SPECS: "),
+             ({"RELAY_DATABASE_URL": "notaurl"}, "RELAY_DATABASE_URL: Could not parse"),
+             ({"RELAY_STATE_DIR": "/proc/no-such-dir"}, "RELAY_STATE_DIR /proc/no-such-dir: ")]
+    for env, words in cases:
+        done = _serve("8099", env, tmp_path)
+        assert done.returncode == 2 and words in done.stderr, (env, done.stderr)
+        assert "Traceback" not in done.stderr
+    port = _serve("99999", {}, tmp_path)
+    assert port.returncode == 2 and "--port" in port.stderr

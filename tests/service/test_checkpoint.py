@@ -99,6 +99,8 @@ def test_the_wal_stays_bounded_under_sustained_writes_and_reads(tmp_path: Path) 
     checkpointer.stop()
     engine.dispose()
     assert checkpointer.truncations > 0
-    assert max(sizes) < 12_000_000, max(sizes)  # half of what was written; 24 MB without
+    # two thirds of what was written (a loaded machine delays the checkpointer: 12.5 MB seen at
+    # load 8); without the TRUNCATE checkpoints the WAL holds all of it, 24-27 MB
+    assert max(sizes) < 16_000_000, max(sizes)
     with sqlite3.connect(db) as conn:
         assert conn.execute("select count(*) from deliveries").fetchone()[0] == 1200
